@@ -1,0 +1,1 @@
+export { loadConfig, testConfig, ConfigError, rateScopes, type Config, type RateScope, type RateRule } from './load-config.js'

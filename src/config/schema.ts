@@ -1,0 +1,51 @@
+import { Type, type Static } from '@sinclair/typebox'
+
+const rate = Type.String({ pattern: '^[1-9][0-9]*/[1-9][0-9]*$', description: '<count>/<seconds>' })
+const positiveInt = (min: number, max: number, dflt: number) => Type.Integer({ minimum: min, maximum: max, default: dflt })
+
+/**
+ * Every environment variable Tessera reads, with its default. Values arrive as strings and are
+ * coerced by ajv (`coerceTypes`), so `PORT=abc` is reported rather than silently becoming NaN.
+ */
+export const configSchema = Type.Object(
+  {
+    PORT: positiveInt(0, 65535, 3000),
+    HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
+    DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
+    REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+    SVC_DATA_DIR: Type.String({ minLength: 1, default: './data' }),
+    SVC_MASTER_KEY: Type.Optional(Type.String({ minLength: 1 })),
+    SVC_BOOTSTRAP_API_KEY: Type.Optional(Type.String({ pattern: '^key_[A-Za-z0-9]{32,}$' })),
+    SVC_OPERATOR_KEY: Type.Optional(Type.String({ minLength: 32 })),
+    SVC_KEY_HASH_SECRET: Type.Optional(Type.String({ minLength: 32 })),
+    SVC_LOG_LEVEL: Type.Union(
+      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+      { default: 'info' },
+    ),
+    SVC_BODY_LIMIT_BYTES: positiveInt(1, 1024 * 1024 * 1024, 5 * 1024 * 1024),
+    SVC_PROXY_TIMEOUT_MS: positiveInt(1, 600_000, 25_000),
+    SVC_PROXY_ALLOW_HTTP: Type.Boolean({ default: false }),
+    SVC_PROXY_ALLOW_PRIVATE: Type.Boolean({ default: false }),
+    SVC_MAX_EXPRESSION_TOKENS: positiveInt(1, 10_000, 100),
+    SVC_REACTOR_TIMEOUT_MS: positiveInt(1, 600_000, 30_000),
+    SVC_REACTOR_MEMORY_MB: positiveInt(8, 4096, 128),
+    SVC_REACTOR_HOT_CONCURRENCY: positiveInt(0, 1000, 1),
+    SVC_REACTOR_CODE_MAX_CHARS: positiveInt(1, 10_000_000, 50_000),
+    SVC_REACTOR_PAYLOAD_MAX_BYTES: positiveInt(1, 1024 * 1024 * 1024, 5 * 1024 * 1024),
+    SVC_REACTOR_WORKERS: positiveInt(1, 64, 2),
+    SVC_RATE_LIMIT_GLOBAL: Type.String({ ...rate, default: '1000/10' }),
+    SVC_RATE_LIMIT_PORTAL: Type.String({ ...rate, default: '600/10' }),
+    SVC_RATE_LIMIT_TOKENS_SEARCH: Type.String({ ...rate, default: '50/10' }),
+    SVC_RATE_LIMIT_TOKENS_LIST: Type.String({ ...rate, default: '100/10' }),
+    SVC_RATE_LIMIT_TOKENS_CREATE: Type.String({ ...rate, default: '200/10' }),
+    SVC_RATE_LIMIT_BLOCK_SECONDS: positiveInt(1, 86_400, 10),
+    SVC_RATE_LIMIT_ENABLED: Type.Boolean({ default: true }),
+    SVC_REDIS_COMMAND_TIMEOUT_MS: positiveInt(1, 60_000, 250),
+    SVC_TRUSTED_PROXIES: Type.String({ default: '' }),
+    SVC_EXPIRY_SWEEP_SECONDS: positiveInt(1, 86_400, 60),
+    SVC_SHUTDOWN_GRACE_MS: positiveInt(0, 600_000, 10_000),
+  },
+  { additionalProperties: true },
+)
+
+export type RawConfig = Static<typeof configSchema>

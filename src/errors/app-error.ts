@@ -1,0 +1,53 @@
+import { errorCodes, type ErrorCode } from './codes.js'
+
+export type FieldErrors = Record<string, string[]>
+
+export interface AppErrorOptions {
+  detail?: string
+  errors?: FieldErrors
+  headers?: Record<string, string>
+  cause?: unknown
+}
+
+/**
+ * The only error type that becomes a response. `detail` is shown to the caller, so it must
+ * never carry secrets, plaintext token data, SQL or stack traces.
+ */
+export class AppError extends Error {
+  readonly code: ErrorCode
+  readonly status: number
+  readonly title: string
+  readonly detail: string | undefined
+  readonly errors: FieldErrors | undefined
+  readonly headers: Record<string, string> | undefined
+
+  constructor(code: ErrorCode, options: AppErrorOptions = {}) {
+    const entry = errorCodes[code]
+    super(options.detail ?? entry.title, options.cause === undefined ? undefined : { cause: options.cause })
+    this.name = 'AppError'
+    this.code = code
+    this.status = entry.status
+    this.title = entry.title
+    this.detail = options.detail
+    this.errors = options.errors
+    this.headers = options.headers
+  }
+}
+
+export class ValidationError extends AppError {
+  constructor(errors: FieldErrors, detail?: string) {
+    super('validation', { errors, detail: detail ?? summarize(errors) })
+  }
+
+  /** One field, one message. */
+  static field(field: string, message: string): ValidationError {
+    return new ValidationError({ [field]: [message] })
+  }
+}
+
+function summarize(errors: FieldErrors): string {
+  const first = Object.entries(errors)[0]
+  if (!first) return 'The request is invalid.'
+  const [field, messages] = first
+  return `${field}: ${messages[0] ?? 'is invalid'}`
+}

@@ -1,0 +1,3 @@
+export { AppError, ValidationError, type FieldErrors } from './app-error.js'
+export { errorCodes, type ErrorCode } from './codes.js'
+export { toProblem, PROBLEM_CONTENT_TYPE, type Problem } from './problem.js'
