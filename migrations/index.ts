@@ -1,0 +1,22 @@
+import type { Knex } from 'knex'
+import * as foundation from './20261122000000_foundation.js'
+
+interface Migration {
+  up(knex: Knex): Promise<void>
+  down(knex: Knex): Promise<void>
+}
+
+/** Migrations in order. Imported, not globbed, so they run the same from TypeScript and from dist/. */
+const migrations: Record<string, Migration> = {
+  '20261122000000_foundation': foundation,
+}
+
+export const migrationSource: Knex.MigrationSource<string> = {
+  getMigrations: async () => Object.keys(migrations),
+  getMigrationName: (name) => name,
+  getMigration: async (name) => {
+    const m = migrations[name]
+    if (!m) throw new Error(`unknown migration ${name}`)
+    return m
+  },
+}

@@ -1,0 +1,45 @@
+import { Router } from '@koa/router'
+import Koa from 'koa'
+import { AppError } from './errors/index.js'
+import type { AppState } from './http/context.js'
+import { accessLog } from './http/middleware/access-log.js'
+import { authenticate } from './http/middleware/authenticate.js'
+import { errorHandler } from './http/middleware/error-handler.js'
+import { requestId } from './http/middleware/request-id.js'
+import { applicationsRoutes } from './http/routes/applications.js'
+import { bodyParsers } from './http/routes/body-parsers.js'
+import { healthRoutes } from './http/routes/health.js'
+import { permissionsRoutes } from './http/routes/permissions.js'
+import { operatorRoutes, tenantRoutes } from './http/routes/tenants.js'
+import type { Services } from './services.js'
+
+/**
+ * The HTTP application. Every request flows one way:
+ * request id -> errors -> rate limit -> authenticate -> authorize -> validate -> domain -> presenter.
+ * It never listens; `main.ts` and the tests do.
+ */
+export function buildApp(services: Services): Koa<AppState> {
+  const { config, logger } = services
+  const app = new Koa<AppState>({ proxy: false })
+  app.silent = true
+  const body = bodyParsers(config.bodyLimitBytes)
+
+  const open = new Router<AppState>()
+  healthRoutes(open, [{ name: 'database', check: async () => (await services.store.db.ping(), 'ok') }])
+  operatorRoutes(open, services.tenants, config.operatorKey, body)
+
+  const api = new Router<AppState>()
+  api.use(authenticate(services.authenticator))
+  applicationsRoutes(api, services.applications, body)
+  tenantRoutes(api, services.tenants, body)
+  permissionsRoutes(api)
+
+  app.use(requestId())
+  app.use(accessLog(logger))
+  app.use(errorHandler(logger))
+  for (const router of [open, api]) {
+    app.use(router.routes())
+    app.use(router.allowedMethods({ throw: true, methodNotAllowed: () => new AppError('method_not_allowed'), notImplemented: () => new AppError('method_not_allowed') }))
+  }
+  return app
+}

@@ -1,0 +1,40 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+
+const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
+const KEY_CHARS = 43 // 43 base62 characters carry > 256 bits
+
+/** A new opaque API key: `key_` + 43 base62 characters from the CSPRNG. */
+export function generateApiKey(prefix = 'key_'): string {
+  let out = prefix
+  while (out.length < prefix.length + KEY_CHARS) {
+    for (const byte of randomBytes(64)) {
+      // Rejection sampling keeps every character equally likely (248 = 4 * 62).
+      if (byte < 248 && out.length < prefix.length + KEY_CHARS) out += ALPHABET[byte % 62]
+    }
+  }
+  return out
+}
+
+export interface KeyHasher {
+  hash(key: string): string
+  /** Constant-time comparison of a presented key with a stored hash. */
+  matches(key: string, storedHash: string): boolean
+}
+
+/** Keys are stored only as HMAC-SHA-256 under a server secret, so a database dump reveals none. */
+export function keyHasher(secret: string): KeyHasher {
+  const hash = (key: string) => createHmac('sha256', secret).update(key).digest('hex')
+  return {
+    hash,
+    matches(key, storedHash) {
+      const a = Buffer.from(hash(key), 'hex')
+      const b = Buffer.from(storedHash, 'hex')
+      return a.length === b.length && timingSafeEqual(a, b)
+    },
+  }
+}
+
+/** Cheap shape check before any hashing or lookup. */
+export function looksLikeKey(value: string): boolean {
+  return value.length >= 8 && value.length <= 200 && /^[A-Za-z0-9_-]+$/.test(value)
+}

@@ -1,0 +1,15 @@
+import type { Router, RouterContext } from '@koa/router'
+import type { Principal } from '../auth/principal.js'
+import type { Problem } from '../errors/index.js'
+
+/** What middleware leaves on `ctx.state` for the stages after it. */
+export interface AppState {
+  traceId: string
+  principal?: Principal
+  body?: unknown
+  /** Set by the proxy so its failures render as `{ proxy_error: <problem> }`. */
+  wrapProblem?: (problem: Problem) => unknown
+}
+
+export type AppContext = RouterContext<AppState>
+export type AppRouter = Router<AppState>

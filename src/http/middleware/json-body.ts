@@ -1,0 +1,78 @@
+import type { Middleware } from 'koa'
+import getRawBody from 'raw-body'
+import sjson from 'secure-json-parse'
+import { AppError } from '../../errors/index.js'
+import type { AppState } from '../context.js'
+
+const MAX_DEPTH = 64
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false })
+
+export interface JsonBodyOptions {
+  limitBytes: number
+  /** Content types accepted; others are 415. Unset: any (a non-JSON body is still a 400). */
+  contentTypes?: string[]
+  /** Whether an empty body is allowed (parsed as undefined). */
+  optional?: boolean
+}
+
+/**
+ * Strict JSON parsing for API routes: limit before buffering (413), valid UTF-8, no
+ * `__proto__`/`constructor` keys, bounded nesting, no trailing garbage. The parsed value is
+ * left on `ctx.state.body`.
+ */
+export function jsonBody(options: JsonBodyOptions): Middleware<AppState> {
+  return async (ctx, next) => {
+    if (options.contentTypes && ctx.request.length !== 0 && !ctx.is(options.contentTypes)) {
+      throw new AppError('unsupported_media_type', { detail: `Content-Type must be one of: ${options.contentTypes.join(', ')}.` })
+    }
+    const raw = await readRaw(ctx.req, options.limitBytes)
+    if (raw.length === 0) {
+      if (!options.optional) throw new AppError('bad_request', { detail: 'A JSON request body is required.' })
+      ctx.state.body = undefined
+    } else {
+      ctx.state.body = parseStrictJson(raw)
+    }
+    await next()
+  }
+}
+
+export async function readRaw(req: import('node:http').IncomingMessage, limitBytes: number): Promise<Buffer> {
+  try {
+    return await getRawBody(req, { limit: limitBytes, length: req.headers['content-length'] })
+  } catch (err) {
+    const type = (err as { type?: string }).type
+    if (type === 'entity.too.large') throw new AppError('payload_too_large', { detail: `The body exceeds ${limitBytes} bytes.`, cause: err })
+    throw new AppError('bad_request', { detail: 'The request body could not be read.', cause: err })
+  }
+}
+
+export function parseStrictJson(raw: Buffer): unknown {
+  let text: string
+  try {
+    text = utf8.decode(raw)
+  } catch (err) {
+    throw new AppError('bad_request', { detail: 'The body is not valid UTF-8.', cause: err })
+  }
+  let value: unknown
+  try {
+    value = sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' })
+  } catch (err) {
+    // V8's messages quote the input, which may be sensitive: keep only the position.
+    const position = err instanceof SyntaxError ? /position (\d+)/.exec(err.message)?.[1] : undefined
+    const reason = err instanceof SyntaxError ? `syntax error${position ? ` at position ${position}` : ''}` : 'forbidden key __proto__ or constructor'
+    throw new AppError('bad_request', { detail: `The body is not valid JSON (${reason}).`, cause: err })
+  }
+  if (depthExceeds(value, MAX_DEPTH)) throw new AppError('bad_request', { detail: `JSON nesting deeper than ${MAX_DEPTH} levels.` })
+  return value
+}
+
+function depthExceeds(root: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[root, 1]]
+  while (stack.length) {
+    const [value, depth] = stack.pop()!
+    if (value === null || typeof value !== 'object') continue
+    if (depth > max) return true
+    for (const child of Object.values(value)) stack.push([child, depth + 1])
+  }
+  return false
+}

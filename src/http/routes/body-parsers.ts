@@ -1,0 +1,18 @@
+import type { Middleware } from 'koa'
+import type { AppState } from '../context.js'
+import { jsonBody } from '../middleware/json-body.js'
+
+/** The body parsers routes pick from, built once with the configured limit. */
+export interface BodyParsers {
+  json: Middleware<AppState>
+  optionalJson: Middleware<AppState>
+  mergePatch: Middleware<AppState>
+}
+
+export function bodyParsers(limitBytes: number): BodyParsers {
+  return {
+    json: jsonBody({ limitBytes }),
+    optionalJson: jsonBody({ limitBytes, optional: true }),
+    mergePatch: jsonBody({ limitBytes, contentTypes: ['application/merge-patch+json', 'application/json'] }),
+  }
+}

@@ -1,0 +1,47 @@
+import { timingSafeEqual } from 'node:crypto'
+import type { Middleware } from 'koa'
+import { AppError } from '../../errors/index.js'
+import type { TenantsService } from '../../tenants/service.js'
+import type { AppRouter, AppState } from '../context.js'
+import { currentPrincipal, requirePermission } from '../middleware/authenticate.js'
+import { presentApplication } from '../presenters/applications.js'
+import { presentTenant } from '../presenters/tenants.js'
+import { CreateTenantBody, UpdateTenantBody } from '../schemas/tenants.js'
+import { validator } from '../schemas/validate.js'
+import type { BodyParsers } from './body-parsers.js'
+
+const parseCreate = validator(CreateTenantBody)
+const parseUpdate = validator(UpdateTenantBody)
+
+/** `POST /tenants`, authorized by the operator key rather than an Application key. */
+export function operatorRoutes(router: AppRouter, service: TenantsService, operatorKey: string | undefined, body: BodyParsers): void {
+  router.post('/tenants', requireOperator(operatorKey), body.json, async (ctx) => {
+    const { tenant, application, key } = await service.createTenant(parseCreate(ctx.state.body).name)
+    ctx.status = 201
+    ctx.body = { tenant: presentTenant(tenant), application: presentApplication(application, key) }
+  })
+}
+
+export function tenantRoutes(router: AppRouter, service: TenantsService, body: BodyParsers): void {
+  router.get('/tenants/self', requirePermission('tenant:read'), async (ctx) => {
+    ctx.body = presentTenant(await service.getTenant(currentPrincipal(ctx.state).tenantId))
+  })
+
+  router.patch('/tenants/self', requirePermission('tenant:update'), body.mergePatch, async (ctx) => {
+    const { settings } = parseUpdate(ctx.state.body)
+    ctx.body = presentTenant(await service.updateSettings(currentPrincipal(ctx.state).tenantId, settings))
+  })
+}
+
+function requireOperator(operatorKey: string | undefined): Middleware<AppState> {
+  const expected = operatorKey ? Buffer.from(operatorKey) : undefined
+  return async (ctx, next) => {
+    // Without SVC_OPERATOR_KEY the route does not exist.
+    if (!expected) throw new AppError('not_found', { detail: 'No route matches this path.' })
+    const given = Buffer.from(ctx.get('svc-api-key'))
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      throw new AppError('unauthenticated', { detail: 'The operator key is not valid.' })
+    }
+    await next()
+  }
+}

@@ -1,0 +1,37 @@
+import type { Knex } from 'knex'
+import { openDatabase, type Database, type OpenDatabaseOptions } from './database.js'
+import { applicationsRepository } from './repositories/applications.js'
+import { metaRepository } from './repositories/meta.js'
+import { tenantsRepository } from './repositories/tenants.js'
+import type { Config } from '../config/index.js'
+
+export interface Store {
+  db: Database
+  tenants: ReturnType<typeof tenantsRepository>
+  applications: ReturnType<typeof applicationsRepository>
+  meta: ReturnType<typeof metaRepository>
+  /** Runs `fn` in one transaction; repositories accept the transaction as their last argument. */
+  transaction<T>(fn: (trx: Knex.Transaction) => Promise<T>): Promise<T>
+}
+
+export async function openStore(config: Config, options: OpenDatabaseOptions = {}): Promise<Store> {
+  const db = await openDatabase(config, options)
+  return {
+    db,
+    tenants: tenantsRepository(db.knex),
+    applications: applicationsRepository(db.knex),
+    meta: metaRepository(db.knex),
+    transaction: (fn) => db.knex.transaction(fn),
+  }
+}
+
+export type { Database } from './database.js'
+export type { ApplicationRecord, ApplicationType, ApplicationFilter, Page } from './repositories/applications.js'
+export type { Tenant, TenantSettings } from './repositories/tenants.js'
+export { defaultTenantSettings } from './repositories/tenants.js'
+export type { AccessRuleRecord } from './repositories/types.js'
+
+/** A Postgres (or PGlite) unique-constraint violation, for translating into a 409. */
+export function isUniqueViolation(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === '23505'
+}

@@ -1,0 +1,84 @@
+import type { Knex } from 'knex'
+import type { AccessRuleRecord } from './types.js'
+
+export type ApplicationType = 'private' | 'public' | 'management'
+
+export interface ApplicationRecord {
+  id: string
+  tenant_id: string
+  name: string
+  type: ApplicationType
+  key_hash: string
+  permissions: string[]
+  rules: AccessRuleRecord[]
+  created_by: string | null
+  created_at: Date
+  modified_by: string | null
+  modified_at: Date
+  expires_at: Date | null
+}
+
+export interface ApplicationFilter {
+  ids: string[]
+  types: string[]
+}
+
+export interface Page<T> {
+  items: T[]
+  total: number
+}
+
+const json = (v: unknown) => JSON.stringify(v) as never
+
+export function applicationsRepository(knex: Knex) {
+  const table = (trx: Knex = knex) => trx<ApplicationRecord>('applications')
+
+  return {
+    async insert(app: ApplicationRecord, trx: Knex = knex): Promise<void> {
+      await table(trx).insert({ ...app, permissions: json(app.permissions), rules: json(app.rules) })
+    },
+    async findById(tenantId: string, id: string): Promise<ApplicationRecord | undefined> {
+      return table().where({ tenant_id: tenantId, id }).first()
+    },
+    async findByKeyHash(keyHash: string): Promise<ApplicationRecord | undefined> {
+      return table().where({ key_hash: keyHash }).first()
+    },
+    async list(tenantId: string, filter: ApplicationFilter, page: number, size: number): Promise<Page<ApplicationRecord>> {
+      const base = table().where({ tenant_id: tenantId })
+      if (filter.ids.length) void base.whereIn('id', filter.ids)
+      if (filter.types.length) void base.whereIn('type', filter.types)
+      const [countRow, items] = await Promise.all([
+        base.clone().count<{ count: number }[]>({ count: '*' }).first(),
+        base.clone().orderBy([{ column: 'created_at' }, { column: 'id' }]).limit(size).offset((page - 1) * size),
+      ])
+      return { items, total: Number(countRow?.count ?? 0) }
+    },
+    async update(
+      tenantId: string,
+      id: string,
+      patch: Partial<Pick<ApplicationRecord, 'name' | 'permissions' | 'rules' | 'key_hash' | 'modified_by' | 'modified_at'>>,
+    ): Promise<{ updated: ApplicationRecord; previousKeyHash: string } | undefined> {
+      return knex.transaction(async (trx) => {
+        const current = await table(trx).where({ tenant_id: tenantId, id }).forUpdate().first()
+        if (!current) return undefined
+        const values: Record<string, unknown> = { ...patch }
+        if (patch.permissions) values.permissions = json(patch.permissions)
+        if (patch.rules) values.rules = json(patch.rules)
+        const [updated] = await table(trx).where({ tenant_id: tenantId, id }).update(values).returning('*')
+        return updated ? { updated: updated as ApplicationRecord, previousKeyHash: current.key_hash } : undefined
+      })
+    },
+    /** Deletes and returns the deleted row's key hash (so caches can drop it). */
+    async delete(tenantId: string, id: string): Promise<string | undefined> {
+      const [row] = await table().where({ tenant_id: tenantId, id }).delete().returning(['key_hash'])
+      return (row as { key_hash: string } | undefined)?.key_hash
+    },
+    /** Removes expired Applications; returns their key hashes. */
+    async deleteExpired(now: Date): Promise<string[]> {
+      const rows = await table().where('expires_at', '<=', now).delete().returning(['key_hash'])
+      return (rows as { key_hash: string }[]).map((r) => r.key_hash)
+    },
+  }
+}
+
+export type ApplicationsRepository = ReturnType<typeof applicationsRepository>

@@ -1,0 +1,85 @@
+import { randomUUID } from 'node:crypto'
+import type { Logger } from 'pino'
+import { generateApiKey, type KeyHasher } from '../auth/api-keys.js'
+import { permissionsFor } from '../auth/permissions.js'
+import { AppError } from '../errors/index.js'
+import { defaultTenantSettings, isUniqueViolation, type ApplicationRecord, type Store, type Tenant, type TenantSettings } from '../store/index.js'
+
+export interface TenantWithKey {
+  tenant: Tenant
+  application: ApplicationRecord
+  key: string
+}
+
+export function tenantsService(deps: { store: Store; hasher: KeyHasher }) {
+  const { store, hasher } = deps
+
+  /** A tenant and its first management Application, holding every management permission. */
+  async function createTenant(name: string, key = generateApiKey()): Promise<TenantWithKey> {
+    const now = new Date()
+    const tenant: Tenant = { id: randomUUID(), name, settings: { ...defaultTenantSettings }, created_at: now, modified_at: now }
+    const application: ApplicationRecord = {
+      id: randomUUID(),
+      tenant_id: tenant.id,
+      name: `${name} management`,
+      type: 'management',
+      key_hash: hasher.hash(key),
+      permissions: permissionsFor('management'),
+      rules: [],
+      created_by: null,
+      created_at: now,
+      modified_by: null,
+      modified_at: now,
+      expires_at: null,
+    }
+    try {
+      await store.transaction(async (trx) => {
+        await store.tenants.insert(tenant, trx)
+        await store.applications.insert(application, trx)
+      })
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new AppError('conflict', { detail: 'A tenant with this name exists.', cause: err })
+      throw err
+    }
+    return { tenant, application, key }
+  }
+
+  return {
+    createTenant,
+
+    /** On an empty database, creates tenant `default`; prints a generated key once. */
+    async bootstrap(bootstrapKey: string | undefined, logger: Logger): Promise<void> {
+      if ((await store.tenants.count()) > 0) return
+      let created: TenantWithKey
+      try {
+        created = await createTenant('default', bootstrapKey)
+      } catch (err) {
+        // Another process bootstrapped the same database at the same moment.
+        if (err instanceof AppError && err.code === 'conflict') return
+        throw err
+      }
+      if (bootstrapKey) {
+        logger.info({ tenant_id: created.tenant.id }, 'created tenant default with the SVC_BOOTSTRAP_API_KEY management key')
+      } else {
+        // Printed to stdout, outside the logger, so log shipping never carries it.
+        process.stdout.write(`\nTessera created tenant "default". Its management API key (shown once):\n\n  ${created.key}\n\n`)
+      }
+    },
+
+    async getTenant(id: string): Promise<Tenant> {
+      const tenant = await store.tenants.findById(id)
+      if (!tenant) throw new AppError('not_found', { detail: 'No such tenant.' })
+      return tenant
+    },
+
+    async updateSettings(id: string, patch: Partial<TenantSettings>): Promise<Tenant> {
+      const current = await store.tenants.findById(id)
+      if (!current) throw new AppError('not_found', { detail: 'No such tenant.' })
+      const updated = await store.tenants.updateSettings(id, { ...current.settings, ...patch }, new Date())
+      if (!updated) throw new AppError('not_found', { detail: 'No such tenant.' })
+      return updated
+    },
+  }
+}
+
+export type TenantsService = ReturnType<typeof tenantsService>

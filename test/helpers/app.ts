@@ -1,0 +1,112 @@
+import { randomBytes } from 'node:crypto'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { buildApp } from '../../src/app.js'
+import { testConfig, type Config } from '../../src/config/index.js'
+import { generateApiKey } from '../../src/auth/api-keys.js'
+import { createLogger } from '../../src/logger.js'
+import { openServices, type Services } from '../../src/services.js'
+
+export interface TestApp {
+  url: string
+  services: Services
+  config: Config
+  /** The bootstrap management key of tenant `default`. */
+  adminKey: string
+  schema: string | undefined
+  request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>
+  close(): Promise<void>
+}
+
+export interface RequestOptions {
+  key?: string | null
+  body?: unknown
+  rawBody?: string | Buffer
+  headers?: Record<string, string>
+}
+
+export interface TestResponse {
+  status: number
+  headers: Headers
+  body: any // eslint-disable-line @typescript-eslint/no-explicit-any -- tests inspect arbitrary JSON
+  text: string
+}
+
+interface TapLike {
+  teardown(fn: () => unknown): void
+}
+
+/**
+ * A real Tessera on port 0: PGlite in memory by default, or a fresh Postgres schema when
+ * DATABASE_URL is set (and Redis when REDIS_URL is set), torn down with the test.
+ */
+export async function startTestApp(t: TapLike, env: Record<string, string> = {}): Promise<TestApp> {
+  const adminKey = generateApiKey()
+  const base: Record<string, string> = {
+    SVC_BOOTSTRAP_API_KEY: adminKey,
+    SVC_MASTER_KEY: `k1:${randomBytes(32).toString('base64')}`,
+    SVC_KEY_HASH_SECRET: randomBytes(32).toString('hex'),
+    SVC_PROXY_ALLOW_HTTP: 'true',
+    SVC_PROXY_ALLOW_PRIVATE: 'true',
+  }
+  if (process.env.DATABASE_URL) base.DATABASE_URL = process.env.DATABASE_URL
+  if (process.env.REDIS_URL) base.REDIS_URL = process.env.REDIS_URL
+  const config = testConfig({ ...base, ...env })
+  const schema = config.databaseUrl ? `t_${randomBytes(6).toString('hex')}` : undefined
+  const logger = createLogger(config)
+  const services = await openServices(config, logger, { masterKey: config.masterKey!, keyHashSecret: config.keyHashSecret! }, { schema, inMemory: true })
+  const server = http.createServer(buildApp(services).callback())
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+
+  let closed = false
+  const close = async () => {
+    if (closed) return
+    closed = true
+    server.closeAllConnections()
+    await new Promise<void>((resolve) => server.close(() => resolve()))
+    await services.close()
+    if (schema) await dropSchema(config.databaseUrl!, schema)
+  }
+  t.teardown(close)
+
+  return {
+    url,
+    services,
+    config,
+    adminKey,
+    schema,
+    close,
+    request: (method, path, options = {}) => send(url, method, path, options.key === undefined ? adminKey : options.key, options),
+  }
+}
+
+async function send(url: string, method: string, path: string, key: string | null, options: RequestOptions): Promise<TestResponse> {
+  const headers: Record<string, string> = { ...options.headers }
+  if (key !== null) headers['SVC-API-KEY'] = key
+  let body: string | Buffer | undefined = options.rawBody
+  if (options.body !== undefined) {
+    body = JSON.stringify(options.body)
+    headers['content-type'] ??= 'application/json'
+  }
+  const res = await fetch(url + path, { method, headers, body })
+  const text = await res.text()
+  let parsed: unknown = undefined
+  try {
+    parsed = text ? JSON.parse(text) : undefined
+  } catch {
+    parsed = undefined
+  }
+  return { status: res.status, headers: res.headers, body: parsed, text }
+}
+
+async function dropSchema(databaseUrl: string, schema: string): Promise<void> {
+  const { default: pg } = await import('pg')
+  const client = new pg.Client({ connectionString: databaseUrl })
+  await client.connect()
+  try {
+    await client.query(`drop schema if exists "${schema}" cascade`)
+  } finally {
+    await client.end()
+  }
+}
