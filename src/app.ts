@@ -5,6 +5,7 @@ import type { AppState } from './http/context.js'
 import { accessLog } from './http/middleware/access-log.js'
 import { authenticate } from './http/middleware/authenticate.js'
 import { errorHandler } from './http/middleware/error-handler.js'
+import { rateLimitMiddleware } from './http/middleware/rate-limit.js'
 import { requestId } from './http/middleware/request-id.js'
 import { applicationsRoutes } from './http/routes/applications.js'
 import { bodyParsers } from './http/routes/body-parsers.js'
@@ -25,7 +26,10 @@ export function buildApp(services: Services): Koa<AppState> {
   const body = bodyParsers(config.bodyLimitBytes)
 
   const open = new Router<AppState>()
-  healthRoutes(open, [{ name: 'database', check: async () => (await services.store.db.ping(), 'ok') }])
+  healthRoutes(open, [
+    { name: 'database', check: async () => (await services.store.db.ping(), 'ok') },
+    { name: 'rate_limit', check: async () => (services.limiter.status().degraded ? 'degraded' : 'ok') },
+  ])
   operatorRoutes(open, services.tenants, config.operatorKey, body)
 
   const api = new Router<AppState>()
@@ -37,6 +41,8 @@ export function buildApp(services: Services): Koa<AppState> {
   app.use(requestId())
   app.use(accessLog(logger))
   app.use(errorHandler(logger))
+  // Before authentication and body parsing, so a flood costs as little as possible.
+  app.use(rateLimitMiddleware(services.limiter, config))
   for (const router of [open, api]) {
     app.use(router.routes())
     app.use(router.allowedMethods({ throw: true, methodNotAllowed: () => new AppError('method_not_allowed'), notImplemented: () => new AppError('method_not_allowed') }))

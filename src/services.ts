@@ -5,6 +5,7 @@ import { createAuthenticator, type Authenticator } from './auth/authenticator.js
 import { applicationLookup } from './auth/application-lookup.js'
 import type { Config } from './config/index.js'
 import type { Secrets } from './config/secrets.js'
+import { createRateLimiter, type RateLimiter } from './ratelimit/index.js'
 import { openStore, type Store } from './store/index.js'
 import type { OpenDatabaseOptions } from './store/database.js'
 import { tenantsService, type TenantsService } from './tenants/service.js'
@@ -18,10 +19,12 @@ export interface Services {
   authenticator: Authenticator
   applications: ApplicationsService
   tenants: TenantsService
+  limiter: RateLimiter
   close(): Promise<void>
 }
 
 export async function openServices(config: Config, logger: Logger, secrets: Pick<Secrets, 'masterKey' | 'keyHashSecret'>, dbOptions: OpenDatabaseOptions = {}): Promise<Services> {
+  const limiter = createRateLimiter({ config, logger })
   const store = await openStore(config, dbOptions)
   const hasher = keyHasher(secrets.keyHashSecret)
   const authenticator = createAuthenticator({ db: store.db, hasher, logger, lookups: [applicationLookup(store)] })
@@ -44,10 +47,12 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
     authenticator,
     applications,
     tenants,
+    limiter,
     async close() {
       if (closed) return
       closed = true
       clearInterval(sweep)
+      await limiter.close()
       await store.db.close()
     },
   }

@@ -37,6 +37,8 @@ export interface Config {
   rateLimit: {
     enabled: boolean
     blockSeconds: number
+    /** Prefix of every Redis key, so deployments can share one Redis. */
+    keyPrefix: string
     redisCommandTimeoutMs: number
     trustedProxies: string[]
     scopes: Record<RateScope, RateRule>
@@ -91,6 +93,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     rateLimit: {
       enabled: r.SVC_RATE_LIMIT_ENABLED,
       blockSeconds: r.SVC_RATE_LIMIT_BLOCK_SECONDS,
+      keyPrefix: r.SVC_RATE_LIMIT_KEY_PREFIX,
       redisCommandTimeoutMs: r.SVC_REDIS_COMMAND_TIMEOUT_MS,
       trustedProxies: r.SVC_TRUSTED_PROXIES.split(',').map((s) => s.trim()).filter(Boolean),
       scopes: {

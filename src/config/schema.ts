@@ -40,6 +40,7 @@ export const configSchema = Type.Object(
     SVC_RATE_LIMIT_TOKENS_CREATE: Type.String({ ...rate, default: '200/10' }),
     SVC_RATE_LIMIT_BLOCK_SECONDS: positiveInt(1, 86_400, 10),
     SVC_RATE_LIMIT_ENABLED: Type.Boolean({ default: true }),
+    SVC_RATE_LIMIT_KEY_PREFIX: Type.String({ pattern: '^[A-Za-z0-9:_.-]{1,64}$', default: 'tessera:rl:' }),
     SVC_REDIS_COMMAND_TIMEOUT_MS: positiveInt(1, 60_000, 250),
     SVC_TRUSTED_PROXIES: Type.String({ default: '' }),
     SVC_EXPIRY_SWEEP_SECONDS: positiveInt(1, 86_400, 60),

@@ -48,6 +48,8 @@ export async function startTestApp(t: TapLike, env: Record<string, string> = {})
     SVC_KEY_HASH_SECRET: randomBytes(32).toString('hex'),
     SVC_PROXY_ALLOW_HTTP: 'true',
     SVC_PROXY_ALLOW_PRIVATE: 'true',
+    // Each app counts on its own in a shared Redis, so parallel test files never limit each other.
+    SVC_RATE_LIMIT_KEY_PREFIX: `test:${randomBytes(6).toString('hex')}:`,
   }
   if (process.env.DATABASE_URL) base.DATABASE_URL = process.env.DATABASE_URL
   if (process.env.REDIS_URL) base.REDIS_URL = process.env.REDIS_URL

@@ -1,0 +1,102 @@
+import { Readable } from 'node:stream'
+import { Agent, type Dispatcher } from 'undici'
+import { AppError } from '../errors/index.js'
+import { createPolicyConnector } from './destination-policy.js'
+import type { Destination } from './destination-url.js'
+import { createInjectedSender } from './forward-injected.js'
+import { toForwardError } from './forward-errors.js'
+import { prepareRequestHeaders, stripResponseHeaders, type HeaderInput, type ResponseHeaders } from './headers.js'
+
+export type ForwardBody = Buffer | Uint8Array | string | Readable | null
+
+export interface ForwardRequest {
+  method: string
+  /** From buildDestination. */
+  destination: Destination
+  /** The incoming headers, unfiltered: forward() strips SVC-*, Host, Content-Length and hop-by-hop. */
+  headers: HeaderInput
+  body?: ForwardBody
+  /** Sent as Content-Length for a stream body; without it a stream goes chunked. */
+  contentLength?: number
+  /** Abort the outbound call when the client goes away. */
+  signal?: AbortSignal
+}
+
+export interface ForwardResponse {
+  status: number
+  /** Destination headers minus hop-by-hop ones; lower-case names, repeated ones as arrays. */
+  headers: ResponseHeaders
+  /**
+   * Streamed, never buffered. Errors (never ends cleanly) when the destination resets or stalls
+   * mid-body, so piping it aborts the client response. Destroy it if it is not consumed.
+   */
+  body: Readable
+}
+
+export interface ForwarderOptions {
+  /** Headers time-out and body idle time-out (and connect time-out). Default 25 s. */
+  timeoutMs?: number
+  allowPrivate: boolean
+  allowHttp: boolean
+}
+
+export interface Forwarder {
+  forward(req: ForwardRequest): Promise<ForwardResponse>
+  /** Waits for in-flight calls, then closes every pooled connection. */
+  close(): Promise<void>
+}
+
+export const DEFAULT_TIMEOUT_MS = 25_000
+
+/**
+ * One per app: a pooled keep-alive undici Agent whose connector enforces the destination policy
+ * on the addresses actually connected to. Redirects are never followed (undici's request() does
+ * not follow them), so a 3xx comes back as it came.
+ */
+export function createForwarder(options: ForwarderOptions): Forwarder {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
+  const agent = new Agent({
+    connect: createPolicyConnector(options.allowPrivate, timeoutMs),
+    headersTimeout: timeoutMs,
+    bodyTimeout: timeoutMs,
+  })
+  const injected = createInjectedSender(timeoutMs, options.allowPrivate)
+  return {
+    async forward(req) {
+      // buildDestination checks the scheme too; this guards destinations built any other way.
+      if (req.destination.url.protocol !== 'https:' && !options.allowHttp) {
+        throw new AppError('destination_refused', { detail: 'Only https destinations are allowed.' })
+      }
+      const outbound = prepareRequestHeaders(req.headers)
+      try {
+        if (outbound.keepAlive !== undefined || outbound.connection !== undefined) {
+          return await injected.send(req, outbound)
+        }
+        return await sendWithUndici(agent, req, outbound.list)
+      } catch (err) {
+        throw toForwardError(err)
+      }
+    },
+    async close() {
+      await agent.close()
+      injected.close()
+    },
+  }
+}
+
+async function sendWithUndici(agent: Agent, req: ForwardRequest, headers: string[]): Promise<ForwardResponse> {
+  if (req.contentLength !== undefined && req.body instanceof Readable) {
+    headers.push('content-length', String(req.contentLength))
+  }
+  const res = await agent.request({
+    origin: req.destination.origin,
+    path: req.destination.path,
+    method: req.method as Dispatcher.HttpMethod,
+    headers,
+    body: req.body ?? null,
+    signal: req.signal ?? null,
+  })
+  // undici itself listens for the body's 'error' before destroying it, so a body that fails before
+  // the caller starts piping cannot crash the process; the error stays on the stream.
+  return { status: res.statusCode, headers: stripResponseHeaders(res.headers), body: res.body }
+}

@@ -1,0 +1,68 @@
+import { isIP } from 'node:net'
+import ipaddr from 'ipaddr.js'
+
+type Address = ipaddr.IPv4 | ipaddr.IPv6
+type Range = [Address, number]
+
+/** (socket address, X-Forwarded-For header) -> the client IP the limits count against. */
+export type ClientIpResolver = (peer: string | undefined, forwardedFor: string | undefined) => string
+
+/**
+ * The client IP is the socket address, unless that peer is a trusted proxy: then X-Forwarded-For
+ * is walked from the right (each trusted proxy appends the address it saw) and the first hop
+ * that is not itself trusted is the client. Hops left of it were written by the client and are
+ * ignored, so a spoofed header changes nothing. Throws at start-up on a malformed entry.
+ */
+export function createClientIpResolver(trustedProxies: readonly string[]): ClientIpResolver {
+  const ranges = trustedProxies.map(parseRange)
+  const isTrusted = (addr: Address) => ranges.some(([net, bits]) => addr.kind() === net.kind() && addr.match(net, bits))
+
+  return (peer, forwardedFor) => {
+    const socketAddr = parseAddress(peer)
+    // Without an address (socket already gone) every such request shares one bucket.
+    if (!socketAddr) return peer ?? 'unknown'
+    if (!forwardedFor || ranges.length === 0 || !isTrusted(socketAddr)) return socketAddr.toString()
+    const hops = forwardedFor.split(',')
+    let client = socketAddr
+    for (let i = hops.length - 1; i >= 0 && isTrusted(client); i--) {
+      const hop = parseAddress(hops[i])
+      // A malformed hop ends the chain we can vouch for: the last trusted hop stands in.
+      if (!hop) break
+      client = hop
+    }
+    return client.toString()
+  }
+}
+
+function parseRange(entry: string): Range {
+  try {
+    if (entry.includes('/')) {
+      const [addr, bits] = ipaddr.parseCIDR(entry)
+      // Addresses are compared unmapped, so an IPv4-mapped range must be unmapped too.
+      const v4 = unmap(addr)
+      return v4 !== addr && bits >= 96 ? [v4, bits - 96] : [addr, bits]
+    }
+    const addr = parseAddress(entry)
+    if (addr) return [addr, addr.kind() === 'ipv4' ? 32 : 128]
+  } catch {
+    // fall through to the error below
+  }
+  throw new Error(`SVC_TRUSTED_PROXIES: "${entry}" is not an IP address or CIDR`)
+}
+
+/** Strict parse (no "127.1" shorthands), tolerating a port, brackets and IPv4-mapped IPv6. */
+function parseAddress(raw: string | undefined): Address | undefined {
+  if (raw === undefined) return undefined
+  let s = raw.trim()
+  const v4WithPort = /^(\d{1,3}(?:\.\d{1,3}){3}):\d+$/.exec(s)
+  if (v4WithPort?.[1]) s = v4WithPort[1]
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(s)
+  if (bracketed?.[1]) s = bracketed[1]
+  if (isIP(s) === 0) return undefined
+  return unmap(ipaddr.parse(s))
+}
+
+/** Dual-stack sockets report IPv4 clients as ::ffff:a.b.c.d; count them as the IPv4 address. */
+function unmap(addr: Address): Address {
+  return addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress() ? (addr as ipaddr.IPv6).toIPv4Address() : addr
+}

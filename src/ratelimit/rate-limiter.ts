@@ -1,0 +1,91 @@
+import type { Config, RateScope } from '../config/index.js'
+import { compileScopeHits, selectRouteScope } from './scopes.js'
+import { FallbackStore } from './stores/fallback.js'
+import { MemoryStore } from './stores/memory.js'
+import { RedisStore } from './stores/redis.js'
+import type { RateLimitLogger, RateLimitStore, ScopeHit } from './types.js'
+
+export type RateLimitDecision = { allowed: true } | { allowed: false; scope: RateScope; retryAfterSeconds: number }
+
+export interface RateLimiterStatus {
+  store: 'redis' | 'memory' | 'disabled'
+  /**
+   * Redis is configured but unreachable (the last call failed, or the connection is down):
+   * limits are counted per process for now.
+   */
+  degraded: boolean
+}
+
+export interface RateLimiter {
+  /** Counts one request of `ip` in `global` and in its route's scope. */
+  check(ip: string, method: string, path: string): Promise<RateLimitDecision>
+  status(): RateLimiterStatus
+  close(): Promise<void>
+}
+
+export interface CreateRateLimiterOptions {
+  config: Config
+  logger: RateLimitLogger
+  /** Redis key namespace (default `tessera:rl:`); tests pass a unique one. */
+  keyPrefix?: string
+  /** Milliseconds clock of the in-process windows; tests inject one. */
+  now?: () => number
+  /** While Redis is down, how often one request tries it again (default 1000 ms). */
+  probeIntervalMs?: number
+}
+
+const ALLOWED: RateLimitDecision = Object.freeze({ allowed: true })
+
+/** Redis windows (with an in-process fallback) when `config.redisUrl` is set, otherwise in process. */
+export function createRateLimiter(options: CreateRateLimiterOptions): RateLimiter {
+  const { config, logger, now } = options
+  if (!config.rateLimit.enabled) return disabledLimiter()
+  const memory = new MemoryStore({ now })
+  let store: RateLimitStore = memory
+  let fallback: FallbackStore | undefined
+  let redis: RedisStore | undefined
+  if (config.redisUrl !== undefined) {
+    redis = new RedisStore({
+      url: config.redisUrl,
+      commandTimeoutMs: config.rateLimit.redisCommandTimeoutMs,
+      keyPrefix: options.keyPrefix ?? config.rateLimit.keyPrefix,
+    })
+    fallback = new FallbackStore(redis, memory, logger, { probeIntervalMs: options.probeIntervalMs, now })
+    store = fallback
+  }
+  const scopeLists = compileScopeLists(config.rateLimit)
+  return {
+    async check(ip, method, path) {
+      const route = selectRouteScope(method, path)
+      const decision = await store.hit(ip, route ? scopeLists[route] : scopeLists.none)
+      if (decision.allowed) return ALLOWED
+      // Retry-After is whole seconds; round up so a client that obeys it is never early.
+      return { allowed: false, scope: decision.scope, retryAfterSeconds: Math.max(1, Math.ceil(decision.retryAfterMs / 1000)) }
+    },
+    // The connection state makes /readyz honest even when no request has tried Redis lately.
+    status: () => (fallback && redis ? { store: 'redis', degraded: fallback.degraded || !redis.connected } : { store: 'memory', degraded: false }),
+    close: () => store.close(),
+  }
+}
+
+/** The scope list of every route scope, built once so a check allocates nothing for it. */
+function compileScopeLists(config: Config['rateLimit']): Record<RateScope | 'none', readonly ScopeHit[]> {
+  const hits = compileScopeHits(config)
+  const withGlobal = (scope: RateScope) => Object.freeze([hits.global, hits[scope]])
+  return {
+    none: Object.freeze([hits.global]),
+    global: Object.freeze([hits.global]),
+    portal: withGlobal('portal'),
+    tokens_search: withGlobal('tokens_search'),
+    tokens_list: withGlobal('tokens_list'),
+    tokens_create: withGlobal('tokens_create'),
+  }
+}
+
+function disabledLimiter(): RateLimiter {
+  return {
+    check: () => Promise.resolve(ALLOWED),
+    status: () => ({ store: 'disabled', degraded: false }),
+    close: () => Promise.resolve(),
+  }
+}

@@ -1,0 +1,18 @@
+export { DecryptError, type DecryptFailure } from './aes-gcm.js'
+export { generateMasterKey, Keyring, type KeyCheckResult, type MasterKeyInput } from './keyring.js'
+export { DEFAULT_KEY_ID, KeyringError, parseKeyring } from './parse-keyring.js'
+export {
+  decryptData,
+  encryptData,
+  needsRewrap,
+  rewrapDataKey,
+  rewrapSecret,
+  unwrapSecret,
+  wrapSecret,
+  type EncryptedData,
+  type StoredData,
+  type StoredKey,
+  type TokenBinding,
+  type WrappedKey,
+} from './envelope.js'
+export { generateHashSecret, HASH_SECRET_BYTES, HASH_SECRET_PURPOSE, KeyedHasher } from './keyed-hash.js'

@@ -1,0 +1,62 @@
+import type { FieldErrors } from '../../errors/index.js'
+import { compileValue, ExpressionError, type CompiledValue, type TokenLookup } from '../../expressions/index.js'
+
+const ROOT = 'data'
+
+/**
+ * Resolves the references a mask or fingerprint expression may make: `data`, or
+ * `data.<key>...` walking own properties (and array indexes) of the token's data. Anything
+ * else is refused, since these templates must never reach another token.
+ */
+export function dataLookup(data: unknown): TokenLookup {
+  return (ref) => {
+    const keys = dataPath(ref)
+    if (keys === null) throw new ExpressionError(0, unknownReference(ref))
+    let current = data
+    for (const key of keys) {
+      if (current === null || typeof current !== 'object' || !Object.hasOwn(current, key)) return null
+      current = (current as Record<string, unknown>)[key]
+    }
+    return current
+  }
+}
+
+/** The keys below `data` that `ref` names, or null when it is not a data reference. */
+function dataPath(ref: string): string[] | null {
+  if (ref === ROOT) return []
+  if (!ref.startsWith(`${ROOT}.`)) return null
+  const keys = ref.slice(ROOT.length + 1).split('.')
+  return keys.includes('') ? null : keys
+}
+
+/**
+ * Parses a mask or fingerprint expression once and checks every reference, so a bad template
+ * is a 400 when it is saved rather than a failure each time a token is read.
+ */
+export function compileDataTemplate(template: unknown): CompiledValue {
+  return compileValue(template, { maxTokens: Number.POSITIVE_INFINITY, checkReference })
+}
+
+function checkReference(ref: string): string | null {
+  return dataPath(ref) === null ? unknownReference(ref) : null
+}
+
+function unknownReference(ref: string): string {
+  return `unknown reference ${JSON.stringify(ref)}; only data and data.<field> may be used here`
+}
+
+/** Field errors for a client-supplied mask or fingerprint expression, under `field`. */
+export function validateDataTemplate(template: unknown, field: string): FieldErrors {
+  try {
+    compileDataTemplate(template)
+    return {}
+  } catch (err) {
+    if (err instanceof ExpressionError) return { [field]: [err.message] }
+    throw err
+  }
+}
+
+/** The template evaluated against `data`. Throws ExpressionError when a filter cannot apply. */
+export function renderDataTemplate(template: unknown, data: unknown): unknown {
+  return compileDataTemplate(template).render(dataLookup(data))
+}

@@ -1,0 +1,37 @@
+import t from 'tap'
+import { createClientIpResolver } from '../../../src/ratelimit/client-ip.js'
+
+t.test('without trusted proxies the socket address is the client', async (t) => {
+  const resolve = createClientIpResolver([])
+  t.equal(resolve('203.0.113.9', '1.2.3.4'), '203.0.113.9', 'X-Forwarded-For ignored')
+  t.equal(resolve('::ffff:127.0.0.1', undefined), '127.0.0.1', 'IPv4-mapped IPv6 counts as IPv4')
+  t.equal(resolve('2001:db8:0:0:0:0:0:1', undefined), '2001:db8::1', 'one spelling per IPv6 address')
+  t.equal(resolve(undefined, '1.2.3.4'), 'unknown')
+})
+
+t.test('X-Forwarded-For is honoured only from trusted peers', async (t) => {
+  const resolve = createClientIpResolver(['10.0.0.0/8', '192.0.2.1', '::1'])
+  t.equal(resolve('198.51.100.7', '1.2.3.4'), '198.51.100.7', 'spoofed header from an untrusted peer changes nothing')
+  t.equal(resolve('10.1.2.3', '1.2.3.4'), '1.2.3.4')
+  t.equal(resolve('::ffff:10.1.2.3', '1.2.3.4'), '1.2.3.4', 'trusted peer seen through a dual-stack socket')
+  t.equal(resolve('::1', '2001:db8::5'), '2001:db8::5')
+  t.equal(resolve('10.1.2.3', undefined), '10.1.2.3', 'no header: the proxy itself')
+})
+
+t.test('the right-most untrusted hop is the client', async (t) => {
+  const resolve = createClientIpResolver(['10.0.0.0/8', '192.0.2.1'])
+  t.equal(resolve('10.0.0.1', '6.6.6.6, 1.2.3.4'), '1.2.3.4', 'hops the client wrote itself are ignored')
+  t.equal(resolve('10.0.0.1', '6.6.6.6, 1.2.3.4, 192.0.2.1, 10.9.9.9'), '1.2.3.4', 'chain of trusted proxies')
+  t.equal(resolve('10.0.0.1', '10.0.0.5, 10.0.0.6'), '10.0.0.5', 'all hops trusted: the left-most')
+  t.equal(resolve('10.0.0.1', '1.2.3.4:5678'), '1.2.3.4', 'port stripped')
+  t.equal(resolve('10.0.0.1', '[2001:db8::7]:443'), '2001:db8::7', 'bracketed IPv6 with port')
+  t.equal(resolve('10.0.0.1', '1.2.3.4, garbage'), '10.0.0.1', 'a malformed hop: the last trusted hop stands in')
+  t.equal(resolve('10.0.0.1', '127.1'), '10.0.0.1', 'shorthand IPv4 forms are not addresses')
+})
+
+t.test('IPv4-mapped trusted range and bad entries', async (t) => {
+  const resolve = createClientIpResolver(['::ffff:10.0.0.0/104'])
+  t.equal(resolve('10.200.0.1', '1.2.3.4'), '1.2.3.4')
+  t.throws(() => createClientIpResolver(['10.0.0.0/33']), /SVC_TRUSTED_PROXIES: "10.0.0.0\/33"/)
+  t.throws(() => createClientIpResolver(['proxy.local']), /SVC_TRUSTED_PROXIES/)
+})
