@@ -1,5 +1,6 @@
 import type { Knex } from 'knex'
 import * as foundation from './20261122000000_foundation.js'
+import * as vault from './20261122000100_vault.js'
 
 interface Migration {
   up(knex: Knex): Promise<void>
@@ -9,6 +10,7 @@ interface Migration {
 /** Migrations in order. Imported, not globbed, so they run the same from TypeScript and from dist/. */
 const migrations: Record<string, Migration> = {
   '20261122000000_foundation': foundation,
+  '20261122000100_vault': vault,
 }
 
 export const migrationSource: Knex.MigrationSource<string> = {

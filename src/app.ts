@@ -11,6 +11,9 @@ import { applicationsRoutes } from './http/routes/applications.js'
 import { bodyParsers } from './http/routes/body-parsers.js'
 import { healthRoutes } from './http/routes/health.js'
 import { permissionsRoutes } from './http/routes/permissions.js'
+import { sessionRoutes } from './http/routes/sessions.js'
+import { tokenRoutes } from './http/routes/tokens.js'
+import { proxyRoute } from './http/routes/proxy.js'
 import { operatorRoutes, tenantRoutes } from './http/routes/tenants.js'
 import type { Services } from './services.js'
 
@@ -28,6 +31,7 @@ export function buildApp(services: Services): Koa<AppState> {
   const open = new Router<AppState>()
   healthRoutes(open, [
     { name: 'database', check: async () => (await services.store.db.ping(), 'ok') },
+    { name: 'vault', check: async () => { if (!services.keys.ready) throw new Error(services.keys.reason); return 'ok' } },
     { name: 'rate_limit', check: async () => (services.limiter.status().degraded ? 'degraded' : 'ok') },
   ])
   operatorRoutes(open, services.tenants, config.operatorKey, body)
@@ -37,12 +41,16 @@ export function buildApp(services: Services): Koa<AppState> {
   applicationsRoutes(api, services.applications, body)
   tenantRoutes(api, services.tenants, body)
   permissionsRoutes(api)
+  tokenRoutes(api, services, body)
+  sessionRoutes(api, services.sessions, body)
 
   app.use(requestId())
   app.use(accessLog(logger))
   app.use(errorHandler(logger))
   // Before authentication and body parsing, so a flood costs as little as possible.
   app.use(rateLimitMiddleware(services.limiter, config))
+  // Claims /proxy before the routers, so none of them can answer it without `proxy_error`.
+  app.use(proxyRoute({ authenticator: services.authenticator, proxy: services.proxy, tenantSettings: services.tenantSettings, bodyLimitBytes: config.bodyLimitBytes }))
   for (const router of [open, api]) {
     app.use(router.routes())
     app.use(router.allowedMethods({ throw: true, methodNotAllowed: () => new AppError('method_not_allowed'), notImplemented: () => new AppError('method_not_allowed') }))

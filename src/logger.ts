@@ -1,17 +1,18 @@
-import { pino, type Logger } from 'pino'
+import { pino, type DestinationStream, type Logger } from 'pino'
 import type { Config } from './config/index.js'
 
 /**
  * The service logger. Keys, bodies and token data are never passed to it; the redaction list
  * is a second line of defence for headers that might slip into a logged object.
  */
-export function createLogger(config: Pick<Config, 'logLevel'>): Logger {
-  return pino({
+export function createLogger(config: Pick<Config, 'logLevel'>, destination?: DestinationStream): Logger {
+  const options = {
     level: config.logLevel,
     base: { service: 'tessera' },
     redact: {
       paths: ['*.headers["svc-api-key"]', '*.headers["svc-proxy-key"]', '*.headers.authorization', 'key', '*.key', 'data', '*.data'],
       censor: '[redacted]',
     },
-  })
+  }
+  return destination ? pino(options, destination) : pino(options)
 }

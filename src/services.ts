@@ -7,8 +7,15 @@ import type { Config } from './config/index.js'
 import type { Secrets } from './config/secrets.js'
 import { createRateLimiter, type RateLimiter } from './ratelimit/index.js'
 import { openStore, type Store } from './store/index.js'
+import { createEphemeralProxy } from './proxy/ephemeral-proxy.js'
+import { createForwarder } from './proxy/forward.js'
+import type { ProxyService } from './proxy/service.js'
 import type { OpenDatabaseOptions } from './store/database.js'
 import { tenantsService, type TenantsService } from './tenants/service.js'
+import { sessionLookup, sessionsService, type SessionsService } from './vault/sessions.js'
+import { tokenService, type TokenService } from './vault/token-service.js'
+import { openVaultKeys, type VaultKeys } from './vault/vault-keys.js'
+import { createTenantSettingsCache, invalidatingSettings, type TenantSettingsCache } from './tenants/settings-cache.js'
 
 /** Everything a running Tessera holds open; `buildApp` wires HTTP onto it, `close` releases it. */
 export interface Services {
@@ -20,6 +27,11 @@ export interface Services {
   applications: ApplicationsService
   tenants: TenantsService
   limiter: RateLimiter
+  tenantSettings: TenantSettingsCache
+  proxy: ProxyService
+  keys: VaultKeys
+  tokens: TokenService
+  sessions: SessionsService
   close(): Promise<void>
 }
 
@@ -27,14 +39,26 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
   const limiter = createRateLimiter({ config, logger })
   const store = await openStore(config, dbOptions)
   const hasher = keyHasher(secrets.keyHashSecret)
-  const authenticator = createAuthenticator({ db: store.db, hasher, logger, lookups: [applicationLookup(store)] })
+  const authenticator = createAuthenticator({ db: store.db, hasher, logger, lookups: [applicationLookup(store), sessionLookup(store)] })
   await authenticator.start()
   const applications = applicationsService({ store, hasher, authenticator })
-  const tenants = tenantsService({ store, hasher })
+  const tenantSettings = createTenantSettingsCache({ db: store.db, load: (id) => store.tenants.findById(id) })
+  await tenantSettings.start()
+  const tenants = invalidatingSettings(tenantsService({ store, hasher }), tenantSettings)
   await tenants.bootstrap(config.bootstrapApiKey, logger)
 
+  const keys = await openVaultKeys(store, secrets.masterKey, logger)
+  const tokens = tokenService(store, keys)
+  const sessions = sessionsService({ store, hasher, authenticator })
+
+  const forwarder = createForwarder(config.proxy)
+  const proxy = createEphemeralProxy({ forwarder, vault: tokens, config })
+
+  // Expired Applications, sessions and tokens already fail at once; the sweep only reclaims rows.
   const sweep = setInterval(() => {
-    applications.sweepExpired().catch((err: unknown) => logger.error({ err }, 'expiry sweep failed'))
+    Promise.all([applications.sweepExpired(), sessions.sweepExpired(), store.tokens.deleteExpired(new Date())]).catch((err: unknown) =>
+      logger.error({ err }, 'expiry sweep failed'),
+    )
   }, config.expirySweepSeconds * 1000)
   sweep.unref()
 
@@ -48,12 +72,19 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
     applications,
     tenants,
     limiter,
+    tenantSettings,
+    proxy,
+    keys,
+    tokens,
+    sessions,
     async close() {
       if (closed) return
       closed = true
       clearInterval(sweep)
       await limiter.close()
+      await forwarder.close()
       await store.db.close()
     },
   }
 }
+

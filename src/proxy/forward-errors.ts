@@ -1,3 +1,4 @@
+import { errors as undiciErrors } from 'undici'
 import { AppError } from '../errors/index.js'
 import { DestinationRefusedError } from './destination-policy.js'
 
@@ -29,6 +30,10 @@ export function toForwardError(err: unknown): unknown {
   if (err instanceof AppError) return err
   if (err instanceof DestinationRefusedError) {
     return new AppError('destination_refused', { detail: err.message, cause: err })
+  }
+  // undici's parser errors (a response that is not HTTP) often carry no code, yet they are the destination's.
+  if (err instanceof undiciErrors.HTTPParserError) {
+    return new AppError('destination_unreachable', { detail: 'The destination sent an invalid HTTP response.', cause: err })
   }
   const code = errorCode(err)
   if (code === undefined || ABORT_CODES.has(code)) return err

@@ -2,6 +2,8 @@ import type { Knex } from 'knex'
 import { openDatabase, type Database, type OpenDatabaseOptions } from './database.js'
 import { applicationsRepository } from './repositories/applications.js'
 import { metaRepository } from './repositories/meta.js'
+import { sessionsRepository } from './repositories/sessions.js'
+import { tokensRepository } from './repositories/tokens.js'
 import { tenantsRepository } from './repositories/tenants.js'
 import type { Config } from '../config/index.js'
 
@@ -10,6 +12,8 @@ export interface Store {
   tenants: ReturnType<typeof tenantsRepository>
   applications: ReturnType<typeof applicationsRepository>
   meta: ReturnType<typeof metaRepository>
+  tokens: ReturnType<typeof tokensRepository>
+  sessions: ReturnType<typeof sessionsRepository>
   /** Runs `fn` in one transaction; repositories accept the transaction as their last argument. */
   transaction<T>(fn: (trx: Knex.Transaction) => Promise<T>): Promise<T>
 }
@@ -21,6 +25,8 @@ export async function openStore(config: Config, options: OpenDatabaseOptions = {
     tenants: tenantsRepository(db.knex),
     applications: applicationsRepository(db.knex),
     meta: metaRepository(db.knex),
+    tokens: tokensRepository(db.knex),
+    sessions: sessionsRepository(db.knex),
     transaction: (fn) => db.knex.transaction(fn),
   }
 }
@@ -30,6 +36,8 @@ export type { ApplicationRecord, ApplicationType, ApplicationFilter, Page } from
 export type { Tenant, TenantSettings } from './repositories/tenants.js'
 export { defaultTenantSettings } from './repositories/tenants.js'
 export type { AccessRuleRecord } from './repositories/types.js'
+export type { TokenRecord, TokenFilter, AccessScope } from './repositories/tokens.js'
+export type { SessionRecord } from './repositories/sessions.js'
 
 /** A Postgres (or PGlite) unique-constraint violation, for translating into a 409. */
 export function isUniqueViolation(err: unknown): boolean {

@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { buildApp } from '../../src/app.js'
@@ -14,6 +17,7 @@ export interface TestApp {
   /** The bootstrap management key of tenant `default`. */
   adminKey: string
   schema: string | undefined
+  dataDir: string | undefined
   request(method: string, path: string, options?: RequestOptions): Promise<TestResponse>
   close(): Promise<void>
 }
@@ -36,12 +40,21 @@ interface TapLike {
   teardown(fn: () => unknown): void
 }
 
+export interface StartOptions {
+  /** Open the storage of an earlier (closed) app instead of a fresh one: a restart. */
+  reuse?: TestApp
+  /** Keep PGlite on disk (in a temporary directory) so a later app can reuse it. */
+  persistent?: boolean
+  /** Receives every log line the app writes. */
+  logLines?: string[]
+}
+
 /**
  * A real Tessera on port 0: PGlite in memory by default, or a fresh Postgres schema when
  * DATABASE_URL is set (and Redis when REDIS_URL is set), torn down with the test.
  */
-export async function startTestApp(t: TapLike, env: Record<string, string> = {}): Promise<TestApp> {
-  const adminKey = generateApiKey()
+export async function startTestApp(t: TapLike, env: Record<string, string> = {}, options: StartOptions = {}): Promise<TestApp> {
+  const adminKey = options.reuse?.adminKey ?? generateApiKey()
   const base: Record<string, string> = {
     SVC_BOOTSTRAP_API_KEY: adminKey,
     SVC_MASTER_KEY: `k1:${randomBytes(32).toString('base64')}`,
@@ -53,10 +66,15 @@ export async function startTestApp(t: TapLike, env: Record<string, string> = {})
   }
   if (process.env.DATABASE_URL) base.DATABASE_URL = process.env.DATABASE_URL
   if (process.env.REDIS_URL) base.REDIS_URL = process.env.REDIS_URL
+  if (options.reuse) base.SVC_KEY_HASH_SECRET = options.reuse.config.keyHashSecret!
+  const ownDir = !options.reuse && options.persistent && !base.DATABASE_URL ? mkdtempSync(path.join(os.tmpdir(), 'tessera-test-')) : undefined
+  const dataDir = options.reuse?.dataDir ?? ownDir
+  if (dataDir) base.SVC_DATA_DIR = dataDir
   const config = testConfig({ ...base, ...env })
-  const schema = config.databaseUrl ? `t_${randomBytes(6).toString('hex')}` : undefined
-  const logger = createLogger(config)
-  const services = await openServices(config, logger, { masterKey: config.masterKey!, keyHashSecret: config.keyHashSecret! }, { schema, inMemory: true })
+  const ownSchema = config.databaseUrl && !options.reuse ? `t_${randomBytes(6).toString('hex')}` : undefined
+  const schema = options.reuse?.schema ?? ownSchema
+  const logger = options.logLines ? createLogger(config, { write: (line: string) => void options.logLines!.push(line) }) : createLogger(config)
+  const services = await openServices(config, logger, { masterKey: config.masterKey!, keyHashSecret: config.keyHashSecret! }, { schema, inMemory: !dataDir })
   const server = http.createServer(buildApp(services).callback())
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
@@ -68,9 +86,13 @@ export async function startTestApp(t: TapLike, env: Record<string, string> = {})
     server.closeAllConnections()
     await new Promise<void>((resolve) => server.close(() => resolve()))
     await services.close()
-    if (schema) await dropSchema(config.databaseUrl!, schema)
   }
-  t.teardown(close)
+  t.teardown(async () => {
+    await close()
+    // Storage outlives close() so a restarted app can reuse it; it goes with the test.
+    if (ownSchema) await dropSchema(config.databaseUrl!, ownSchema)
+    if (ownDir) rmSync(ownDir, { recursive: true, force: true })
+  })
 
   return {
     url,
@@ -78,6 +100,7 @@ export async function startTestApp(t: TapLike, env: Record<string, string> = {})
     config,
     adminKey,
     schema,
+    dataDir,
     close,
     request: (method, path, options = {}) => send(url, method, path, options.key === undefined ? adminKey : options.key, options),
   }

@@ -1,0 +1,23 @@
+import type { TokenView } from '../../vault/token-service.js'
+import { compact, iso } from './common.js'
+
+/** The only way a token leaves the service: ciphertext, keys and search hashes never do; `data` only as transformed. */
+export function presentToken({ record, data }: TokenView) {
+  return compact({
+    id: record.id,
+    tenant_id: record.tenant_id,
+    type: record.type,
+    data,
+    mask: record.mask ?? undefined,
+    containers: record.containers,
+    metadata: record.metadata,
+    fingerprint: record.fingerprint ?? undefined,
+    fingerprint_expression: record.fingerprint_expression ?? undefined,
+    search_indexes: record.search_indexes,
+    expires_at: iso(record.expires_at),
+    created_by: record.created_by ?? undefined,
+    created_at: iso(record.created_at),
+    modified_by: record.modified_by ?? undefined,
+    modified_at: iso(record.modified_at),
+  })
+}

@@ -1,0 +1,106 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { pipeline, Readable } from 'node:stream'
+import type { Middleware } from 'koa'
+import type { Authenticator } from '../../auth/authenticator.js'
+import type { Principal } from '../../auth/principal.js'
+import { AppError, type Problem } from '../../errors/index.js'
+import type { ProxyResult, ProxyService } from '../../proxy/service.js'
+import type { TenantSettingsCache } from '../../tenants/settings-cache.js'
+import type { AppContext, AppState } from '../context.js'
+import { authenticate, currentPrincipal, holds } from '../middleware/authenticate.js'
+import { readRaw } from '../middleware/json-body.js'
+
+export interface ProxyRouteDeps {
+  authenticator: Authenticator
+  proxy: ProxyService
+  tenantSettings: TenantSettingsCache
+  bodyLimitBytes: number
+}
+
+const METHODS = new Set(['POST', 'GET', 'PUT', 'PATCH', 'DELETE'])
+const PREFIX = '/proxy'
+const EMPTY = Buffer.alloc(0)
+const wrapProxyError = (problem: Problem) => ({ proxy_error: problem })
+const ignore = (): void => {}
+
+/**
+ * `/proxy` and `/proxy/<path>` at any depth, for the five methods. A plain middleware rather
+ * than a router: it is the hot path, and it must claim the request (so that every failure,
+ * authentication included, renders as `proxy_error`) before anything else can answer.
+ */
+export function proxyRoute(deps: ProxyRouteDeps): Middleware<AppState> {
+  const auth = authenticate(deps.authenticator)
+  return (ctx, next) => {
+    const path = ctx.path
+    if (!path.startsWith(PREFIX) || (path.length > PREFIX.length && path[PREFIX.length] !== '/')) return next()
+    ctx.state.wrapProblem = wrapProxyError
+    if (!METHODS.has(ctx.method)) throw new AppError('method_not_allowed', { headers: { Allow: [...METHODS].join(', ') } })
+    return auth(ctx, () => handleProxy(ctx as AppContext, deps))
+  }
+}
+
+async function handleProxy(ctx: AppContext, deps: ProxyRouteDeps): Promise<void> {
+  const principal = currentPrincipal(ctx.state)
+  authorize(principal)
+  // SVC-PROXY-KEY (pre-configured proxies, issue 6) is not served yet, so it grants nothing here.
+  if (!(await deps.tenantSettings.get(principal.tenantId)).ephemeral_proxy_enabled) {
+    throw new AppError('forbidden', { detail: 'The ephemeral proxy is disabled for this tenant.' })
+  }
+  const path = ctx.path.slice(PREFIX.length)
+  const query = ctx.querystring
+  const destination = deps.proxy.destination(ctx.get('svc-proxy-url') || undefined, path, query)
+  const body = await readBody(ctx.req, deps.bodyLimitBytes)
+  const signal = abortOnClose(ctx.res)
+  let result: ProxyResult
+  try {
+    result = await deps.proxy.call({ principal, method: ctx.method, destination, path, query, headers: ctx.req.rawHeaders, body, signal })
+  } catch (err) {
+    // The caller went away: nobody is left to answer, and it is not a failure of ours.
+    if (signal.aborted) return
+    throw err
+  }
+  sendResult(ctx, result)
+}
+
+/** Checked even when the request holds no tokens: the proxy is a token:use feature. */
+function authorize(principal: Principal): void {
+  if (principal.type !== 'private' || !holds(principal, 'token:use')) {
+    throw new AppError('forbidden', { detail: 'The proxy needs a private Application with the token:use permission.' })
+  }
+}
+
+// Without Content-Length or Transfer-Encoding an HTTP/1.1 request has no body (RFC 9112 6.3).
+function readBody(req: IncomingMessage, limitBytes: number): Promise<Buffer> | Buffer {
+  const length = req.headers['content-length']
+  if (req.headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) return EMPTY
+  return readRaw(req, limitBytes)
+}
+
+function abortOnClose(res: ServerResponse): AbortSignal {
+  const controller = new AbortController()
+  res.once('close', () => {
+    if (!res.writableFinished) controller.abort()
+  })
+  return controller.signal
+}
+
+/**
+ * Writes the answer ourselves instead of through Koa: Koa leaves a response hanging when a piped
+ * body fails after the headers, while `pipeline` destroys it, so a destination that resets
+ * mid-body aborts the caller's response instead of ending it as a clean, truncated one.
+ */
+function sendResult(ctx: AppContext, result: ProxyResult): void {
+  const res = ctx.res
+  try {
+    for (const name in result.headers) res.setHeader(name, result.headers[name] as string | string[])
+  } catch (cause) {
+    if (result.body instanceof Readable) result.body.destroy()
+    for (const name in result.headers) res.removeHeader(name)
+    throw new AppError('destination_unreachable', { detail: 'The destination answered with a header that cannot be relayed.', cause })
+  }
+  if (result.destinationStatus !== undefined) res.setHeader('SVC-PROXY-DESTINATION-STATUS', String(result.destinationStatus))
+  ctx.respond = false
+  res.writeHead(result.status)
+  if (result.body instanceof Readable) pipeline(result.body, res, ignore)
+  else res.end(result.body)
+}

@@ -1,0 +1,68 @@
+import type { Services } from '../../services.js'
+import { detokenizeValue, tokenizeValue } from '../../vault/tokenize.js'
+import type { AppRouter } from '../context.js'
+import { currentPrincipal, requirePermission } from '../middleware/authenticate.js'
+import { presentPage } from '../presenters/common.js'
+import { presentToken } from '../presenters/tokens.js'
+import { CreateTokenBody, ListTokensQuery, SearchTokensBody, UpdateTokenBody } from '../schemas/tokens.js'
+import { validator } from '../schemas/validate.js'
+import type { BodyParsers } from './body-parsers.js'
+
+const parseCreate = validator(CreateTokenBody)
+const parseUpdate = validator(UpdateTokenBody)
+const parseList = validator(ListTokensQuery, { query: true })
+const parseSearch = validator(SearchTokensBody)
+
+export function tokenRoutes(router: AppRouter, services: Services, body: BodyParsers): void {
+  const { tokens } = services
+
+  router.post('/tokens', requirePermission('token:create'), body.json, async (ctx) => {
+    ctx.status = 201
+    ctx.body = presentToken(await tokens.createToken(currentPrincipal(ctx.state), parseCreate(ctx.state.body)))
+  })
+
+  router.get('/tokens', requirePermission('token:read'), async (ctx) => {
+    const { metadata, rest } = splitMetadata(ctx.query)
+    const q = parseList(rest)
+    const page = await tokens.listTokens(currentPrincipal(ctx.state), { ids: q.id, types: q.type, containers: q.container, metadata }, q.page, q.size)
+    ctx.body = presentPage(page.items, page.total, q.page, q.size, presentToken)
+  })
+
+  router.post('/tokens/search', requirePermission('token:search'), body.json, async (ctx) => {
+    const q = parseSearch(ctx.state.body)
+    const page = await tokens.searchTokens(currentPrincipal(ctx.state), q.query, q.page, q.size)
+    ctx.body = presentPage(page.items, page.total, q.page, q.size, presentToken)
+  })
+
+  router.get('/tokens/:id', requirePermission('token:read'), async (ctx) => {
+    ctx.body = presentToken(await tokens.getToken(currentPrincipal(ctx.state), ctx.params.id!))
+  })
+
+  router.patch('/tokens/:id', requirePermission('token:update'), body.mergePatch, async (ctx) => {
+    ctx.body = presentToken(await tokens.updateToken(currentPrincipal(ctx.state), ctx.params.id!, parseUpdate(ctx.state.body)))
+  })
+
+  router.delete('/tokens/:id', requirePermission('token:delete'), async (ctx) => {
+    await tokens.deleteToken(currentPrincipal(ctx.state), ctx.params.id!)
+    ctx.status = 204
+  })
+
+  router.post('/tokenize', requirePermission('token:create'), body.json, async (ctx) => {
+    ctx.body = await tokenizeValue(services, currentPrincipal(ctx.state), ctx.state.body, presentToken)
+  })
+
+  router.post('/detokenize', requirePermission('token:read'), body.json, async (ctx) => {
+    ctx.body = await detokenizeValue(tokens, currentPrincipal(ctx.state), ctx.state.body, services.config.expressions.maxTokens)
+  })
+}
+
+/** `metadata.<key>=<value>` filters are open-ended, so they are taken out before schema validation. */
+function splitMetadata(query: Record<string, string | string[] | undefined>) {
+  const metadata: Record<string, string> = {}
+  const rest: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(query)) {
+    if (key.startsWith('metadata.') && key.length > 9) metadata[key.slice(9)] = Array.isArray(value) ? (value.at(-1) ?? '') : (value ?? '')
+    else rest[key] = value
+  }
+  return { metadata, rest }
+}

@@ -1,0 +1,47 @@
+import type { Readable } from 'node:stream'
+import type { Principal } from '../../auth/principal.js'
+import type { Destination } from '../destination-url.js'
+import type { ForwardBody, ForwardResponse } from '../forward.js'
+import type { ResponseHeaders } from '../headers.js'
+
+/** The caller's request as received. Never mutated: plugins write `outgoing` instead. */
+export interface IncomingParts {
+  method: string
+  /** Raw (undecoded) path after `/proxy`: '' or `/...`. */
+  path: string
+  /** Raw query string, without `?`. */
+  query: string
+  /** Flat `[name, value, ...]` as received (Node's rawHeaders): names keep their case, repeats stay. */
+  headers: readonly string[]
+  body: Buffer
+}
+
+/**
+ * What is sent to the destination. It starts as the incoming headers and body themselves (no
+ * copies); a plugin that changes them replaces the array or body rather than editing it in place.
+ * Headers are unfiltered: forward() drops SVC-*, Host, Content-Length and hop-by-hop ones.
+ */
+export interface OutgoingParts {
+  headers: readonly string[]
+  body: ForwardBody
+}
+
+/** One proxied call as it moves through the pipeline. */
+export interface Exchange {
+  /** Whose permissions detokenization (and any Reactor) acts with. */
+  readonly principal: Principal
+  readonly destination: Destination
+  readonly incoming: IncomingParts
+  readonly outgoing: OutgoingParts
+  /** The destination's answer, set before `afterForward`; its body is still unread. */
+  response: ForwardResponse | undefined
+  /** Aborted when the caller goes away; plugins doing I/O should pass it on. */
+  readonly signal: AbortSignal
+}
+
+/** A plugin's own answer: it ends the exchange, and nothing after it runs (nor the forward). */
+export interface Respond {
+  status: number
+  headers: ResponseHeaders
+  body: Buffer | string | Readable
+}

@@ -1,0 +1,62 @@
+import { AppError } from '../../../errors/index.js'
+import { ExpressionError, type TokenLookup } from '../../../expressions/index.js'
+import type { TokenBudget } from './token-budget.js'
+import { planText } from './text-templates.js'
+
+interface HeaderSite {
+  /** Index of the value in the flat header list. */
+  index: number
+  name: string
+  render: (lookup: TokenLookup) => string
+}
+
+// A substituted CR or LF could smuggle a header or a second request; NUL is cut off by some servers.
+const UNSAFE_IN_HEADER = /[\r\n\0]/
+
+/**
+ * Expressions in header values. SVC-* headers are never forwarded, so they are never evaluated.
+ * Returns null when no header holds one; otherwise the renderer returns a new list and leaves
+ * the incoming one alone.
+ */
+export function planHeaders(headers: readonly string[], budget: TokenBudget): ((lookup: TokenLookup) => string[]) | null {
+  let sites: HeaderSite[] | undefined
+  for (let i = 1; i < headers.length; i += 2) {
+    const value = headers[i] as string
+    if (!value.includes('{{')) continue
+    const name = (headers[i - 1] as string).toLowerCase()
+    if (name.startsWith('svc-')) continue
+    const render = located(name, () => planText(value, budget))
+    ;(sites ??= []).push({ index: i, name, render })
+  }
+  if (sites === undefined) return null
+  const found = sites
+  return (lookup) => {
+    const out = headers.slice()
+    for (const site of found) {
+      const value = located(site.name, () => site.render(lookup))
+      if (UNSAFE_IN_HEADER.test(value)) {
+        throw new AppError('bad_request', { detail: `A value substituted into the ${site.name} header contains CR, LF or NUL.` })
+      }
+      out[site.index] = value
+    }
+    return out
+  }
+}
+
+/** Header errors name the header rather than a JSON pointer. */
+function located<T>(name: string, fn: () => T): T {
+  try {
+    return fn()
+  } catch (err) {
+    if (!(err instanceof ExpressionError)) throw err
+    throw new AppError('bad_request', { detail: `Invalid expression in the ${name} header at position ${err.position}: ${err.reason}`, cause: err })
+  }
+}
+
+/** The first value of `lowerName` in a flat header list, the one Node keeps for single-valued headers. */
+export function findHeader(headers: readonly string[], lowerName: string): string | undefined {
+  for (let i = 0; i + 1 < headers.length; i += 2) {
+    if ((headers[i] as string).toLowerCase() === lowerName) return headers[i + 1]
+  }
+  return undefined
+}

@@ -1,0 +1,132 @@
+import { AppError } from '../../../errors/index.js'
+import { ExpressionError, parseTemplate, renderTemplate, type Template, type TokenLookup } from '../../../expressions/index.js'
+import type { TokenBudget } from './token-budget.js'
+
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+const COMMA = 0x2c
+const OPEN_OBJECT = 0x7b
+const CLOSE_OBJECT = 0x7d
+const OPEN_ARRAY = 0x5b
+const CLOSE_ARRAY = 0x5d
+
+interface Frame {
+  array: boolean
+  index: number
+  /** The current key as its raw JSON literal; decoded only when a pointer is needed. */
+  rawKey: string
+}
+
+/** A string value holding expressions: `start`/`end` span its literal, quotes included. */
+interface Site {
+  start: number
+  end: number
+  template: Template
+  pointer: string
+}
+
+/**
+ * Expressions in a JSON body, substituted in the text rather than by parse + serialize: every
+ * byte outside the substituted string literals is forwarded as sent (number spelling and
+ * precision, key order, duplicate keys, whitespace). A literal that is exactly one expression is
+ * replaced by the data's JSON, so it takes the data's type. Keys are never evaluated.
+ * Returns null when no value holds an expression.
+ */
+export function planJson(text: string, budget: TokenBudget): ((lookup: TokenLookup) => string) | null {
+  assertJson(text)
+  const sites = findSites(text, budget)
+  if (sites.length === 0) return null
+  return (lookup) => {
+    let out = ''
+    let last = 0
+    for (const site of sites) {
+      let value: unknown
+      try {
+        value = renderTemplate(site.template, lookup, 'value')
+      } catch (err) {
+        throw err instanceof ExpressionError ? err.at(site.pointer) : err
+      }
+      out += text.slice(last, site.start) + JSON.stringify(value)
+      last = site.end
+    }
+    return out + text.slice(last)
+  }
+}
+
+// The scanner below trusts the text to be JSON; this is what makes that safe.
+function assertJson(text: string): void {
+  try {
+    JSON.parse(text)
+  } catch (cause) {
+    // V8's message quotes the input, which may be sensitive: keep only the position.
+    const position = cause instanceof SyntaxError ? /position (\d+)/.exec(cause.message)?.[1] : undefined
+    const where = position === undefined ? '' : ` (syntax error at position ${position})`
+    throw new AppError('bad_request', { detail: `The body is declared JSON but is not valid JSON${where}.`, cause })
+  }
+}
+
+/** One pass over valid JSON; stops as soon as no `{{` lies ahead (in JSON it can only sit in a string). */
+function findSites(text: string, budget: TokenBudget): Site[] {
+  const sites: Site[] = []
+  const stack: Frame[] = []
+  let expectKey = false
+  let next = text.indexOf('{{')
+  for (let i = 0; i < text.length && next !== -1; i++) {
+    const c = text.charCodeAt(i)
+    if (c === QUOTE) {
+      const end = closingQuote(text, i)
+      const top = stack[stack.length - 1]
+      if (expectKey && top) {
+        top.rawKey = text.slice(i, end + 1)
+        expectKey = false
+      } else if (next < end) {
+        sites.push(compileSite(text, i, end + 1, stack, budget))
+      }
+      i = end
+      if (next < i) next = text.indexOf('{{', i)
+    } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+      stack.push({ array: c === OPEN_ARRAY, index: 0, rawKey: '' })
+      expectKey = c === OPEN_OBJECT
+    } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
+      stack.pop()
+      expectKey = false
+    } else if (c === COMMA) {
+      const top = stack[stack.length - 1]
+      if (top?.array) top.index++
+      else expectKey = true
+    }
+  }
+  return sites
+}
+
+function closingQuote(text: string, open: number): number {
+  let at = text.indexOf('"', open + 1)
+  for (;;) {
+    let backslashes = 0
+    while (text.charCodeAt(at - 1 - backslashes) === BACKSLASH) backslashes++
+    if (backslashes % 2 === 0) return at
+    at = text.indexOf('"', at + 1)
+  }
+}
+
+function compileSite(text: string, start: number, end: number, stack: readonly Frame[], budget: TokenBudget): Site {
+  const literal = text.slice(start, end)
+  const value = literal.includes('\\') ? (JSON.parse(literal) as string) : literal.slice(1, -1)
+  const pointer = toPointer(stack)
+  try {
+    const template = parseTemplate(value)
+    budget.take(template)
+    return { start, end, template, pointer }
+  } catch (err) {
+    throw err instanceof ExpressionError ? err.at(pointer) : err
+  }
+}
+
+function toPointer(stack: readonly Frame[]): string {
+  let out = ''
+  for (const frame of stack) {
+    const key = frame.array ? String(frame.index) : (JSON.parse(frame.rawKey) as string)
+    out += '/' + key.replaceAll('~', '~0').replaceAll('/', '~1')
+  }
+  return out
+}

@@ -1,0 +1,83 @@
+import type { Readable } from 'node:stream'
+import type { Principal } from '../auth/principal.js'
+import type { DestinationPolicy } from './destination-policy.js'
+import { buildDestination, type Destination } from './destination-url.js'
+import type { ForwardBody, Forwarder } from './forward.js'
+import type { ResponseHeaders } from './headers.js'
+import type { Exchange, Pipeline } from './pipeline/index.js'
+
+export interface ProxyCall {
+  principal: Principal
+  method: string
+  destination: Destination
+  /** Raw path after `/proxy` and raw query, as received. */
+  path: string
+  query: string
+  /** Flat `[name, value, ...]` as received. */
+  headers: readonly string[]
+  body: Buffer
+  /** Aborted when the caller goes away: the outbound call is abandoned with it. */
+  signal: AbortSignal
+}
+
+export interface ProxyResult {
+  status: number
+  headers: ResponseHeaders
+  /** The destination's body is a stream that must be consumed or destroyed. */
+  body: Readable | Buffer | string
+  /** The destination's own status, when it answered; undefined for an answer of the service's own. */
+  destinationStatus: number | undefined
+}
+
+export interface ProxyService {
+  /** 400 when the base URL is missing or invalid, 400 destination_refused when the policy refuses it. */
+  destination(baseUrl: string | undefined, path: string, query: string): Destination
+  /** resolve destination -> beforeForward plugins -> forward -> afterForward plugins. */
+  call(call: ProxyCall): Promise<ProxyResult>
+}
+
+/** One proxy: a plugin pipeline around the shared forwarder. Issue-6 proxies differ only in `pipeline`. */
+export function createProxyService(deps: { forwarder: Forwarder; pipeline: Pipeline; policy: DestinationPolicy }): ProxyService {
+  const { forwarder, pipeline, policy } = deps
+  return {
+    destination: (baseUrl, path, query) => buildDestination(baseUrl, path, query, policy),
+
+    async call(call) {
+      const exchange: Exchange = {
+        principal: call.principal,
+        destination: call.destination,
+        incoming: { method: call.method, path: call.path, query: call.query, headers: call.headers, body: call.body },
+        outgoing: { headers: call.headers, body: call.body },
+        response: undefined,
+        signal: call.signal,
+      }
+      const early = await pipeline.run('beforeForward', exchange)
+      if (early) return { ...early, destinationStatus: undefined }
+      const response = await forwarder.forward({
+        method: call.method,
+        destination: call.destination,
+        headers: exchange.outgoing.headers,
+        body: orNull(exchange.outgoing.body),
+        signal: call.signal,
+      })
+      exchange.response = response
+      let late
+      try {
+        late = await pipeline.run('afterForward', exchange)
+      } catch (err) {
+        response.body.destroy()
+        throw err
+      }
+      if (late === undefined) return { status: response.status, headers: response.headers, body: response.body, destinationStatus: response.status }
+      if (late.body !== response.body) response.body.destroy()
+      return { ...late, destinationStatus: response.status }
+    },
+  }
+}
+
+// An empty body goes out as none, so GET and DELETE carry no Content-Length: 0.
+function orNull(body: ForwardBody): ForwardBody {
+  if (body === null) return null
+  if (typeof body === 'string' || body instanceof Uint8Array) return body.length === 0 ? null : body
+  return body
+}

@@ -1,0 +1,58 @@
+import { ValidationError } from '../errors/index.js'
+
+export interface SearchTerms {
+  ids: string[]
+  types: string[]
+  containers: string[]
+  fingerprints: string[]
+  metadata: Record<string, string>
+  data: string[]
+}
+
+const TERM = /\s*([a-z_]+(?:\.[A-Za-z0-9_-]+)?):(?:"((?:[^"\\]|\\.)*)"|(\S+))/y
+
+/**
+ * `field:value` terms, ANDed, separated by spaces; a value with spaces is quoted ("a b", with
+ * \" and \\ escapes). Fields: id, type, container, fingerprint, metadata.<key>, data.
+ */
+export function parseSearchQuery(query: string): SearchTerms {
+  const terms: SearchTerms = { ids: [], types: [], containers: [], fingerprints: [], metadata: {}, data: [] }
+  let pos = 0
+  while (pos < query.length) {
+    if (/^\s*$/.test(query.slice(pos))) break
+    TERM.lastIndex = pos
+    const m = TERM.exec(query)
+    if (!m) throw ValidationError.field('query', `expected field:value at position ${pos}`)
+    pos = TERM.lastIndex
+    const field = m[1]!
+    const value = m[2] !== undefined ? m[2].replace(/\\(.)/g, '$1') : m[3]!
+    addTerm(terms, field, value)
+  }
+  return terms
+}
+
+function addTerm(terms: SearchTerms, field: string, value: string): void {
+  if (field.startsWith('metadata.')) {
+    terms.metadata[field.slice('metadata.'.length)] = value
+    return
+  }
+  switch (field) {
+    case 'id':
+      terms.ids.push(value)
+      return
+    case 'type':
+      terms.types.push(value)
+      return
+    case 'container':
+      terms.containers.push(value)
+      return
+    case 'fingerprint':
+      terms.fingerprints.push(value)
+      return
+    case 'data':
+      terms.data.push(value)
+      return
+    default:
+      throw ValidationError.field('query', `unknown search field '${field}'; use id, type, container, fingerprint, metadata.<key> or data`)
+  }
+}

@@ -1,0 +1,154 @@
+import type { Principal } from '../auth/principal.js'
+import { AppError } from '../errors/index.js'
+import { isUniqueViolation, type Page, type Store, type TokenFilter, type TokenRecord } from '../store/index.js'
+import { accessScope, authorizeToken } from './access.js'
+import { decryptData } from './crypto/index.js'
+import { parseSearchQuery } from './search-query.js'
+import { buildTokenRecord, mergePatch, type TokenFields, type VaultCrypto } from './token-builder.js'
+import { applyTransform, type Transform, type TokenTypeName } from './types/index.js'
+import type { VaultKeys } from './vault-keys.js'
+import { requireReady } from './vault-keys.js'
+
+/** A token as a caller may see it: the row plus `data` shaped by the deciding rule's transform. */
+export interface TokenView {
+  record: TokenRecord
+  /** undefined: omit `data` (redact, or mask without a mask). */
+  data: unknown
+}
+
+export interface CreateTokenInput extends TokenFields {
+  deduplicate_token?: boolean
+}
+
+export type TokenPatch = Partial<Omit<TokenFields, 'type' | 'id' | 'metadata'>> & { metadata?: Record<string, string | null> | null }
+
+export function tokenService(store: Store, keys: VaultKeys) {
+  const crypto = (): VaultCrypto => requireReady(keys)
+
+  function view(record: TokenRecord, transform: Transform, data?: unknown): TokenView {
+    if (transform === 'redact') return { record, data: undefined }
+    const plaintext = data === undefined ? decrypt(record) : data
+    return { record, data: applyTransform(transform, { data: plaintext, mask: record.mask }) }
+  }
+
+  function decrypt(record: TokenRecord): unknown {
+    return decryptData(
+      { keyId: record.key_id, encryptedKey: record.encrypted_key, ciphertext: record.ciphertext },
+      { tenantId: record.tenant_id, tokenId: record.id },
+      crypto().keyring,
+    )
+  }
+
+  async function find(principal: Principal, id: string): Promise<TokenRecord> {
+    crypto()
+    const record = id.length <= 400 ? await store.tokens.findById(principal.tenantId, id) : undefined
+    if (!record) throw new AppError('not_found', { detail: 'No token with this id.' })
+    return record
+  }
+
+  async function listPage(principal: Principal, permission: string, filter: TokenFilter, page: number, size: number): Promise<Page<TokenView>> {
+    crypto()
+    const result = await store.tokens.list(principal.tenantId, filter, accessScope(principal, permission), page, size)
+    return { total: result.total, items: result.items.map((r) => view(r, authorizeToken(principal, permission, r))) }
+  }
+
+  return {
+    decrypt,
+    view,
+
+    async createToken(principal: Principal, input: CreateTokenInput): Promise<TokenView> {
+      const record = buildTokenRecord(principal.tenantId, input, principal.id, crypto())
+      const transform = authorizeToken(principal, 'token:create', record)
+      if (input.deduplicate_token && record.fingerprint) {
+        const existing = await store.tokens.findByFingerprint(principal.tenantId, record.type, record.fingerprint)
+        if (existing) return view(existing, authorizeToken(principal, 'token:create', existing))
+      }
+      try {
+        await store.tokens.insert(record)
+      } catch (err) {
+        if (isUniqueViolation(err)) throw new AppError('conflict', { detail: 'A token with this id exists.', cause: err })
+        throw err
+      }
+      return view(record, transform, input.data)
+    },
+
+    async getToken(principal: Principal, id: string): Promise<TokenView> {
+      const record = await find(principal, id)
+      return view(record, authorizeToken(principal, 'token:read', record))
+    },
+
+    async updateToken(principal: Principal, id: string, patch: TokenPatch): Promise<TokenView> {
+      const current = await find(principal, id)
+      authorizeToken(principal, 'token:update', current)
+      const data = patch.data === undefined ? decrypt(current) : mergePatch(decrypt(current), patch.data)
+      const fields: TokenFields = {
+        type: current.type as TokenTypeName,
+        data,
+        containers: patch.containers ?? current.containers,
+        metadata: patch.metadata === undefined ? current.metadata : (mergePatch(current.metadata, patch.metadata ?? {}) as Record<string, string>),
+        mask: patch.mask === undefined ? current.mask : patch.mask,
+        fingerprint_expression: patch.fingerprint_expression === undefined ? current.fingerprint_expression : patch.fingerprint_expression,
+        search_indexes: patch.search_indexes === undefined ? current.search_indexes : patch.search_indexes,
+        // Unchanged expiry is carried over below, not re-validated as "must be in the future".
+        expires_at: patch.expires_at,
+      }
+      const next = buildTokenRecord(principal.tenantId, fields, principal.id, crypto(), current)
+      if (patch.expires_at === undefined) next.expires_at = current.expires_at
+      // Moving a token needs the permission where it lands as well as where it was.
+      const transform = authorizeToken(principal, 'token:update', next)
+      const updated = await store.tokens.update(principal.tenantId, id, next)
+      if (!updated) throw new AppError('not_found', { detail: 'No token with this id.' })
+      return view(next, transform, data)
+    },
+
+    async deleteToken(principal: Principal, id: string): Promise<void> {
+      const record = await find(principal, id)
+      authorizeToken(principal, 'token:delete', record)
+      if (!(await store.tokens.delete(principal.tenantId, id))) throw new AppError('not_found', { detail: 'No token with this id.' })
+    },
+
+    listTokens: (principal: Principal, filter: TokenFilter, page: number, size: number) => listPage(principal, 'token:read', filter, page, size),
+
+    async searchTokens(principal: Principal, query: string, page: number, size: number): Promise<Page<TokenView>> {
+      const terms = parseSearchQuery(query)
+      const { hasher } = crypto()
+      // Terms are ANDed: two different values for one single-valued field match nothing.
+      const single = [terms.ids, terms.types, terms.fingerprints]
+      if (single.some((values) => new Set(values).size > 1)) return { total: 0, items: [] }
+      const filter: TokenFilter = {
+        ids: terms.ids,
+        types: terms.types,
+        containers: terms.containers,
+        metadata: terms.metadata,
+        fingerprints: terms.fingerprints,
+        searchHashes: terms.data.map((v) => hasher.searchIndexHash(principal.tenantId, v)),
+      }
+      return listPage(principal, 'token:search', filter, page, size)
+    },
+
+    /**
+     * Every token an expression set references, loaded with one query and checked for
+     * `permission`; the lookup returns each token's data shaped by its rule's transform.
+     */
+    async resolve(principal: Principal, tokenIds: ReadonlySet<string>, permission: 'token:use' | 'token:read'): Promise<(id: string) => unknown> {
+      if (tokenIds.size === 0) return unknownToken
+      crypto()
+      const rows = await store.tokens.findMany(principal.tenantId, [...tokenIds])
+      const byId = new Map(rows.map((r) => [r.id, r]))
+      const values = new Map<string, unknown>()
+      for (const id of tokenIds) {
+        const record = byId.get(id)
+        if (!record) throw new AppError('bad_request', { detail: `Unknown token ${JSON.stringify(id)}.` })
+        const shaped = view(record, authorizeToken(principal, permission, record)).data
+        values.set(id, shaped === undefined ? null : shaped)
+      }
+      return (id) => (values.has(id) ? values.get(id) : unknownToken(id))
+    },
+  }
+}
+
+function unknownToken(id: string): never {
+  throw new AppError('bad_request', { detail: `Unknown token ${JSON.stringify(id)}.` })
+}
+
+export type TokenService = ReturnType<typeof tokenService>

@@ -1,0 +1,94 @@
+import type { Principal } from '../auth/principal.js'
+import { AppError, ValidationError, type FieldErrors } from '../errors/index.js'
+import { compileValue, ExpressionError } from '../expressions/index.js'
+import type { Store, TokenRecord } from '../store/index.js'
+import { isUniqueViolation } from '../store/index.js'
+import { authorizeToken } from './access.js'
+import { buildTokenRecord, type TokenFields } from './token-builder.js'
+import type { TokenService, TokenView } from './token-service.js'
+import { isTokenTypeName } from './types/index.js'
+import { requireReady, type VaultKeys } from './vault-keys.js'
+
+const MAX_TOKENS_PER_CALL = 1000
+const FULL_TOKEN_KEYS = new Set(['id', 'type', 'data', 'containers', 'metadata', 'mask', 'fingerprint_expression', 'search_indexes', 'expires_at'])
+
+/**
+ * `POST /tokenize`: every leaf becomes a `token` token and every `{type, data, ...}` object a
+ * full token; the answer has the same shape. All or nothing: one transaction, and nothing is
+ * written unless every token validates and is permitted.
+ */
+export async function tokenizeValue(
+  deps: { store: Store; keys: VaultKeys; tokens: TokenService },
+  principal: Principal,
+  value: unknown,
+  present: (view: TokenView) => unknown,
+): Promise<unknown> {
+  const crypto = requireReady(deps.keys)
+  const records: { record: TokenRecord; data: unknown; full: boolean }[] = []
+  const errors: FieldErrors = {}
+
+  const walk = (node: unknown, path: string): unknown => {
+    if (node === null) return null
+    if (records.length >= MAX_TOKENS_PER_CALL) throw new AppError('bad_request', { detail: `At most ${MAX_TOKENS_PER_CALL} tokens per request.` })
+    if (Array.isArray(node)) return node.map((child, i) => walk(child, `${path}[${i}]`))
+    if (typeof node === 'object') {
+      if (isFullToken(node)) return collect(node as TokenFields, path, true)
+      return Object.fromEntries(Object.entries(node).map(([k, child]) => [k, walk(child, path ? `${path}.${k}` : k)]))
+    }
+    return collect({ type: 'token', data: node }, path, false)
+  }
+
+  const collect = (fields: TokenFields, path: string, full: boolean): number => {
+    try {
+      const record = buildTokenRecord(principal.tenantId, fields, principal.id, crypto)
+      authorizeToken(principal, 'token:create', record)
+      records.push({ record, data: fields.data, full })
+    } catch (err) {
+      if (!(err instanceof AppError)) throw err
+      const entries = err.errors ? Object.entries(err.errors) : [['', [err.detail ?? err.title]] as const]
+      for (const [field, messages] of entries) (errors[[path, field].filter(Boolean).join('.') || 'body'] ??= []).push(...messages)
+      if (err.status === 403 && !err.errors) throw err
+    }
+    return records.length - 1
+  }
+
+  const shape = walk(value, '')
+  if (Object.keys(errors).length) throw new ValidationError(errors)
+  try {
+    await deps.store.transaction(async (trx) => {
+      for (const { record } of records) await deps.store.tokens.insert(record, trx)
+    })
+  } catch (err) {
+    if (isUniqueViolation(err)) throw new AppError('conflict', { detail: 'A token with one of these ids exists.', cause: err })
+    throw err
+  }
+  const answers = records.map(({ record, data, full }) =>
+    full ? present(deps.tokens.view(record, authorizeToken(principal, 'token:create', record), data)) : record.id,
+  )
+  return fill(shape, answers)
+}
+
+function isFullToken(node: object): boolean {
+  const keys = Object.keys(node)
+  return 'type' in node && 'data' in node && isTokenTypeName((node as { type: unknown }).type) && keys.every((k) => FULL_TOKEN_KEYS.has(k))
+}
+
+/** Replaces the record indexes `walk` left in the shape with the presented answers. */
+function fill(shape: unknown, answers: unknown[]): unknown {
+  if (typeof shape === 'number') return answers[shape]
+  if (Array.isArray(shape)) return shape.map((s) => fill(s, answers))
+  if (shape !== null && typeof shape === 'object') return Object.fromEntries(Object.entries(shape).map(([k, v]) => [k, fill(v, answers)]))
+  return shape
+}
+
+/** `POST /detokenize`: the same shape with every expression evaluated under `token:read`. */
+export async function detokenizeValue(tokens: TokenService, principal: Principal, value: unknown, maxTokens: number): Promise<unknown> {
+  try {
+    const compiled = compileValue(value, { maxTokens })
+    const lookup = await tokens.resolve(principal, compiled.tokenIds, 'token:read')
+    return compiled.render(lookup)
+  } catch (err) {
+    if (err instanceof ExpressionError) throw new AppError('bad_request', { detail: err.message, cause: err })
+    throw err
+  }
+}

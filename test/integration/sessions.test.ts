@@ -1,0 +1,57 @@
+import t from 'tap'
+import { startTestApp } from '../helpers/app.js'
+import { appKey, VISA } from '../helpers/tokens.js'
+
+t.test('session lifecycle', async (t) => {
+  const app = await startTestApp(t)
+  const publicKey = await appKey(app, { type: 'public', rules: [{ priority: 1, container: '/pci/', transform: 'redact', permissions: ['token:create'] }] })
+  const privateKey = await appKey(app, {
+    type: 'private',
+    rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read'] }],
+  })
+  const writer = await appKey(app, { type: 'private', permissions: ['token:create'] })
+  const mine = await app.request('POST', '/tokens', { key: writer, body: { id: 'session-card-1', type: 'card_number', data: VISA } })
+  const other = await app.request('POST', '/tokens', { key: writer, body: { id: 'other-card-2', type: 'card_number', data: VISA } })
+  t.equal(mine.status, 201)
+  t.equal(other.status, 201)
+
+  t.equal((await app.request('POST', '/sessions', { key: privateKey })).status, 403, 'only public keys create sessions')
+  const session = await app.request('POST', '/sessions', { key: publicKey })
+  t.equal(session.status, 201)
+  t.match(session.body, { session_key: /^key_/, nonce: /^nonce_/, expires_at: String })
+  const lifetime = new Date(session.body.expires_at).getTime() - Date.now()
+  t.ok(lifetime > 170_000 && lifetime <= 180_000, 'default lifetime is 3 minutes')
+
+  const sessionKey = session.body.session_key
+  t.equal((await app.request('GET', `/tokens/${mine.body.id}`, { key: sessionKey })).status, 403, 'nothing before authorization')
+
+  const grant = {
+    nonce: session.body.nonce,
+    rules: [{ priority: 1, conditions: [{ attribute: 'id', operator: 'starts_with', value: 'session-' }], transform: 'reveal', permissions: ['token:read'] }],
+  }
+  t.equal((await app.request('POST', '/sessions/authorize', { key: publicKey, body: grant })).status, 403, 'only private keys authorize')
+  const overreach = await app.request('POST', '/sessions/authorize', {
+    key: privateKey,
+    body: { ...grant, rules: [{ ...grant.rules[0], permissions: ['token:delete'] }] },
+  })
+  t.equal(overreach.status, 403, 'cannot grant what it does not hold')
+  const badRule = await app.request('POST', '/sessions/authorize', { key: privateKey, body: { ...grant, rules: [{ priority: 1, transform: 'reveal', permissions: ['token:read'] }] } })
+  t.equal(badRule.status, 400)
+  const authorized = await app.request('POST', '/sessions/authorize', { key: privateKey, body: grant })
+  t.equal(authorized.status, 200)
+
+  const read = await app.request('GET', `/tokens/${mine.body.id}`, { key: sessionKey })
+  t.equal(read.status, 200)
+  t.equal(read.body.data, VISA, 'the condition matches and reveals')
+  t.equal((await app.request('GET', `/tokens/${other.body.id}`, { key: sessionKey })).status, 403, 'the condition does not match')
+  t.equal((await app.request('POST', '/sessions/authorize', { key: privateKey, body: grant })).status, 404, 'a nonce authorizes once')
+  t.equal((await app.request('POST', '/sessions/authorize', { key: privateKey, body: { ...grant, nonce: 'nonce_unknown' } })).status, 404)
+
+  const short = await app.request('POST', '/sessions', { key: publicKey })
+  const until = new Date(Date.now() + 1000).toISOString()
+  await app.request('POST', '/sessions/authorize', { key: privateKey, body: { nonce: short.body.nonce, permissions: ['token:read'], expires_at: until } })
+  t.equal((await app.request('GET', `/tokens/${mine.body.id}`, { key: short.body.session_key })).status, 200)
+  await new Promise((r) => setTimeout(r, Math.max(0, new Date(until).getTime() - Date.now() + 50)))
+  t.equal((await app.request('GET', `/tokens/${mine.body.id}`, { key: short.body.session_key })).status, 401, 'an expired session is refused at once')
+  t.equal(await app.services.sessions.sweepExpired(new Date(Date.now() + 10 * 60_000)), 2, 'the sweep removes expired sessions')
+})
