@@ -1,6 +1,7 @@
 import type { Knex } from 'knex'
 import * as foundation from './20261122000000_foundation.js'
 import * as vault from './20261122000100_vault.js'
+import * as reactors from './20261122000200_reactors.js'
 
 interface Migration {
   up(knex: Knex): Promise<void>
@@ -11,6 +12,7 @@ interface Migration {
 const migrations: Record<string, Migration> = {
   '20261122000000_foundation': foundation,
   '20261122000100_vault': vault,
+  '20261122000200_reactors': reactors,
 }
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -11,6 +11,7 @@ import { applicationsRoutes } from './http/routes/applications.js'
 import { bodyParsers } from './http/routes/body-parsers.js'
 import { healthRoutes } from './http/routes/health.js'
 import { permissionsRoutes } from './http/routes/permissions.js'
+import { reactorRoutes } from './http/routes/reactors.js'
 import { sessionRoutes } from './http/routes/sessions.js'
 import { tokenRoutes } from './http/routes/tokens.js'
 import { proxyRoute } from './http/routes/proxy.js'
@@ -43,6 +44,7 @@ export function buildApp(services: Services): Koa<AppState> {
   permissionsRoutes(api)
   tokenRoutes(api, services, body)
   sessionRoutes(api, services.sessions, body)
+  reactorRoutes(api, services.reactors, body, config.reactors.payloadMaxBytes)
 
   app.use(requestId())
   app.use(accessLog(logger))

@@ -14,6 +14,10 @@ import type { OpenDatabaseOptions } from './store/database.js'
 import { tenantsService, type TenantsService } from './tenants/service.js'
 import { sessionLookup, sessionsService, type SessionsService } from './vault/sessions.js'
 import { tokenService, type TokenService } from './vault/token-service.js'
+import { presentToken } from './http/presenters/tokens.js'
+import { reactorBridges } from './reactors/bridges.js'
+import { reactorsService, type ReactorsService } from './reactors/service.js'
+import { ReactorSupervisor } from './reactors/supervisor.js'
 import { openVaultKeys, type VaultKeys } from './vault/vault-keys.js'
 import { createTenantSettingsCache, invalidatingSettings, type TenantSettingsCache } from './tenants/settings-cache.js'
 
@@ -32,6 +36,8 @@ export interface Services {
   keys: VaultKeys
   tokens: TokenService
   sessions: SessionsService
+  supervisor: ReactorSupervisor
+  reactors: ReactorsService
   close(): Promise<void>
 }
 
@@ -53,6 +59,13 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
 
   const forwarder = createForwarder(config.proxy)
   const proxy = createEphemeralProxy({ forwarder, vault: tokens, config })
+  // The runtime child starts on the first compile or invocation, not with the server.
+  const supervisor = new ReactorSupervisor({
+    config: config.reactors,
+    logger,
+    bridges: reactorBridges({ store, keys, tokens, forwarder, config, present: presentToken }),
+  })
+  const reactors = reactorsService({ store, keys, tokens, supervisor, config, present: presentToken })
 
   // Expired Applications, sessions and tokens already fail at once; the sweep only reclaims rows.
   const sweep = setInterval(() => {
@@ -77,11 +90,14 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
     keys,
     tokens,
     sessions,
+    supervisor,
+    reactors,
     async close() {
       if (closed) return
       closed = true
       clearInterval(sweep)
       await limiter.close()
+      await supervisor.close()
       await forwarder.close()
       await store.db.close()
     },

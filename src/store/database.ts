@@ -50,7 +50,7 @@ async function openPostgres(url: string, schema: string | undefined): Promise<Da
     pool: { min: 1, max: 10 },
   })
   let listener: pg.Client | undefined
-  let lost: (() => void) | undefined
+  const lost: (() => void)[] = []
   const handlers = new Map<string, (payload: string) => void>()
   return {
     knex,
@@ -59,8 +59,9 @@ async function openPostgres(url: string, schema: string | undefined): Promise<Da
       if (!listener) {
         listener = new pg.Client({ connectionString: url })
         listener.on('notification', (msg) => handlers.get(msg.channel)?.(msg.payload ?? ''))
-        listener.on('error', () => lost?.())
-        listener.on('end', () => lost?.())
+        const onLost = () => lost.splice(0).forEach((fn) => fn())
+        listener.on('error', onLost)
+        listener.on('end', onLost)
         await listener.connect()
       }
       handlers.set(channel, onMessage)
@@ -70,13 +71,13 @@ async function openPostgres(url: string, schema: string | undefined): Promise<Da
       await knex.raw('select pg_notify(?, ?)', [channel, payload])
     },
     onListenerLost(handler) {
-      lost = handler
+      lost.push(handler)
     },
     async ping() {
       await knex.raw('select 1')
     },
     async close() {
-      lost = undefined
+      lost.length = 0
       await listener?.end().catch(() => undefined)
       await knex.destroy()
     },

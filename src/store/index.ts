@@ -2,6 +2,7 @@ import type { Knex } from 'knex'
 import { openDatabase, type Database, type OpenDatabaseOptions } from './database.js'
 import { applicationsRepository } from './repositories/applications.js'
 import { metaRepository } from './repositories/meta.js'
+import { reactorsRepository } from './repositories/reactors.js'
 import { sessionsRepository } from './repositories/sessions.js'
 import { tokensRepository } from './repositories/tokens.js'
 import { tenantsRepository } from './repositories/tenants.js'
@@ -14,6 +15,7 @@ export interface Store {
   meta: ReturnType<typeof metaRepository>
   tokens: ReturnType<typeof tokensRepository>
   sessions: ReturnType<typeof sessionsRepository>
+  reactors: ReturnType<typeof reactorsRepository>
   /** Runs `fn` in one transaction; repositories accept the transaction as their last argument. */
   transaction<T>(fn: (trx: Knex.Transaction) => Promise<T>): Promise<T>
 }
@@ -27,6 +29,7 @@ export async function openStore(config: Config, options: OpenDatabaseOptions = {
     meta: metaRepository(db.knex),
     tokens: tokensRepository(db.knex),
     sessions: sessionsRepository(db.knex),
+    reactors: reactorsRepository(db.knex),
     transaction: (fn) => db.knex.transaction(fn),
   }
 }
@@ -38,6 +41,7 @@ export { defaultTenantSettings } from './repositories/tenants.js'
 export type { AccessRuleRecord } from './repositories/types.js'
 export type { TokenRecord, TokenFilter, AccessScope } from './repositories/tokens.js'
 export type { SessionRecord } from './repositories/sessions.js'
+export type { ReactorRecord } from './repositories/reactors.js'
 
 /** A Postgres (or PGlite) unique-constraint violation, for translating into a 409. */
 export function isUniqueViolation(err: unknown): boolean {

@@ -3,8 +3,8 @@ import { AppError } from '../errors/index.js'
 import type { TenantsService } from './service.js'
 
 const CHANNEL = 'tessera_tenant_settings'
-// Invalidation is by NOTIFY; the TTL only bounds staleness if notifications are lost with the
-// listening connection (Database.onListenerLost has a single slot, which the authenticator holds).
+// Invalidation is by NOTIFY; the TTL is a second line that bounds staleness should a
+// notification ever be missed.
 const TTL_MS = 5_000
 
 export interface TenantSettingsCache {
@@ -41,6 +41,7 @@ export function createTenantSettingsCache(deps: { db: Database; load: (id: strin
     },
     async start() {
       await deps.db.listen(CHANNEL, drop)
+      deps.db.onListenerLost(() => cache.clear())
     },
   }
 }

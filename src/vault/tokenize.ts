@@ -81,11 +81,17 @@ function fill(shape: unknown, answers: unknown[]): unknown {
   return shape
 }
 
-/** `POST /detokenize`: the same shape with every expression evaluated under `token:read`. */
-export async function detokenizeValue(tokens: TokenService, principal: Principal, value: unknown, maxTokens: number): Promise<unknown> {
+/** `POST /detokenize` (under `token:read`) and Reactors (`token:use`): the same shape with every expression evaluated. */
+export async function detokenizeValue(
+  tokens: TokenService,
+  principal: Principal,
+  value: unknown,
+  maxTokens: number,
+  permission: 'token:read' | 'token:use' = 'token:read',
+): Promise<unknown> {
   try {
     const compiled = compileValue(value, { maxTokens })
-    const lookup = await tokens.resolve(principal, compiled.tokenIds, 'token:read')
+    const lookup = await tokens.resolve(principal, compiled.tokenIds, permission)
     return compiled.render(lookup)
   } catch (err) {
     if (err instanceof ExpressionError) throw new AppError('bad_request', { detail: err.message, cause: err })

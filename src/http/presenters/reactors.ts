@@ -1,0 +1,17 @@
+import type { ReactorRecord } from '../../store/index.js'
+import { compact, iso } from './common.js'
+
+export function presentReactor(r: ReactorRecord) {
+  return compact({
+    id: r.id,
+    tenant_id: r.tenant_id,
+    name: r.name,
+    code: r.code,
+    configuration: r.configuration,
+    application: r.application_id ? { id: r.application_id } : undefined,
+    created_by: r.created_by ?? undefined,
+    created_at: iso(r.created_at),
+    modified_by: r.modified_by ?? undefined,
+    modified_at: iso(r.modified_at),
+  })
+}

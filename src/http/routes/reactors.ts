@@ -1,0 +1,70 @@
+import { AppError } from '../../errors/index.js'
+import type { ReactResult, ReactorsService } from '../../reactors/service.js'
+import type { AppContext } from '../context.js'
+import type { AppRouter } from '../context.js'
+import { jsonBody } from '../middleware/json-body.js'
+import { currentPrincipal, requirePermission } from '../middleware/authenticate.js'
+import { compact, presentPage } from '../presenters/common.js'
+import { presentReactor } from '../presenters/reactors.js'
+import { ListReactorsQuery, ReactBody, ReactorBody } from '../schemas/reactors.js'
+import { validator } from '../schemas/validate.js'
+import type { BodyParsers } from './body-parsers.js'
+
+const parseReactor = validator(ReactorBody)
+const parseReact = validator(ReactBody)
+const parseList = validator(ListReactorsQuery, { query: true })
+
+export function reactorRoutes(router: AppRouter, reactors: ReactorsService, body: BodyParsers, payloadMaxBytes: number): void {
+  router.post('/reactors', requirePermission('reactor:create'), body.json, async (ctx) => {
+    ctx.status = 201
+    ctx.body = presentReactor(await reactors.createReactor(currentPrincipal(ctx.state), parseReactor(ctx.state.body)))
+  })
+
+  router.get('/reactors', requirePermission('reactor:read'), async (ctx) => {
+    const q = parseList({ ...ctx.query })
+    const page = await reactors.listReactors(currentPrincipal(ctx.state).tenantId, q.page, q.size)
+    ctx.body = presentPage(page.items, page.total, q.page, q.size, presentReactor)
+  })
+
+  router.get('/reactors/:id', requirePermission('reactor:read'), async (ctx) => {
+    ctx.body = presentReactor(await reactors.getReactor(currentPrincipal(ctx.state).tenantId, ctx.params.id!))
+  })
+
+  router.put('/reactors/:id', requirePermission('reactor:update'), body.json, async (ctx) => {
+    ctx.body = presentReactor(await reactors.updateReactor(currentPrincipal(ctx.state), ctx.params.id!, parseReactor(ctx.state.body)))
+  })
+
+  router.delete('/reactors/:id', requirePermission('reactor:delete'), async (ctx) => {
+    await reactors.deleteReactor(currentPrincipal(ctx.state), ctx.params.id!)
+    ctx.status = 204
+  })
+
+  // The payload limit is enforced while reading the body: 413 before any isolate is touched.
+  router.post('/reactors/:id/react', requirePermission('token:use', ['private']), jsonBody({ limitBytes: payloadMaxBytes }), async (ctx) => {
+    const { args } = parseReact(ctx.state.body)
+    const result = await reactors.react(currentPrincipal(ctx.state), ctx.params.id!, args)
+    if (result.kind === 'response') {
+      respondAsReactor(ctx, result)
+      return
+    }
+    ctx.body = compact(result.body)
+  })
+}
+
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/
+
+/** A CustomHttpResponseError from Reactor code: its status, headers and body, checked first. */
+function respondAsReactor(ctx: AppContext, result: Extract<ReactResult, { kind: 'response' }>): void {
+  if (!Number.isInteger(result.status) || result.status < 200 || result.status > 599) {
+    throw new AppError('reactor_error', { detail: 'The Reactor answered with an invalid HTTP status.' })
+  }
+  for (const [name, value] of Object.entries(result.headers)) {
+    if (!HEADER_NAME.test(name) || typeof value !== 'string' || !HEADER_VALUE.test(value)) {
+      throw new AppError('reactor_error', { detail: 'The Reactor answered with an invalid header.' })
+    }
+  }
+  ctx.status = result.status
+  for (const [name, value] of Object.entries(result.headers)) ctx.set(name, value)
+  ctx.body = result.body === undefined || result.body === null ? '' : result.body
+}

@@ -1,0 +1,20 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { PageQuery, Uuid } from './common.js'
+
+const Configuration = Type.Record(Type.String({ minLength: 1, maxLength: 200 }), Type.String({ maxLength: 10_000 }), { maxProperties: 100 })
+
+/** `code` length is checked by the service against the configured limit (default 50,000). */
+export const ReactorBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    code: Type.String({ minLength: 1 }),
+    configuration: Type.Optional(Configuration),
+    application: Type.Optional(Type.Union([Type.Object({ id: Uuid }, { additionalProperties: false }), Type.Null()])),
+  },
+  { additionalProperties: false },
+)
+export type ReactorBody = Static<typeof ReactorBody>
+
+export const ReactBody = Type.Object({ args: Type.Optional(Type.Unknown()) }, { additionalProperties: false })
+
+export const ListReactorsQuery = Type.Object({ ...PageQuery }, { additionalProperties: false })

@@ -1,0 +1,60 @@
+import type { Principal } from '../auth/principal.js'
+import type { Config } from '../config/index.js'
+import { AppError } from '../errors/index.js'
+import { buildDestination } from '../proxy/destination-url.js'
+import type { Forwarder } from '../proxy/forward.js'
+import type { Store } from '../store/index.js'
+import type { TokenService } from '../vault/token-service.js'
+import { detokenizeValue, tokenizeValue } from '../vault/tokenize.js'
+import type { VaultKeys } from '../vault/vault-keys.js'
+import type { HostBridges } from './supervisor.js'
+
+/** What every bridge call of one invocation acts as: the Reactor's own Application. */
+export interface InvocationContext {
+  actor: Principal | undefined
+}
+
+/**
+ * The host side of `req.svc.tokenize`, `req.svc.detokenize` and `fetch`. Each runs with the
+ * Reactor's Application, never the caller, and `fetch` obeys the proxy's destination policy.
+ */
+export function reactorBridges(deps: {
+  store: Store
+  keys: VaultKeys
+  tokens: TokenService
+  forwarder: Forwarder
+  config: Config
+  present: (view: Parameters<Parameters<typeof tokenizeValue>[3]>[0]) => unknown
+}): HostBridges {
+  const actor = (ctx: unknown): Principal => {
+    const principal = (ctx as InvocationContext).actor
+    if (!principal) throw new AppError('forbidden', { detail: 'The Reactor has no Application to act as.' })
+    return principal
+  }
+  return {
+    tokenize: (ctx, value) => tokenizeValue(deps, actor(ctx), value, deps.present),
+    detokenize: (ctx, value) => detokenizeValue(deps.tokens, actor(ctx), value, deps.config.expressions.maxTokens, 'token:use'),
+    async fetch(_ctx, req) {
+      const destination = buildDestination(req.url, '', '', deps.config.proxy)
+      const res = await deps.forwarder.forward({
+        method: req.method,
+        destination,
+        headers: Object.entries(req.headers).flat(),
+        body: req.body ?? null,
+      })
+      const chunks: Buffer[] = []
+      let size = 0
+      for await (const chunk of res.body) {
+        size += (chunk as Buffer).length
+        if (size > deps.config.reactors.payloadMaxBytes) {
+          res.body.destroy()
+          throw new AppError('payload_too_large', { detail: 'The fetched response is larger than the Reactor payload limit.' })
+        }
+        chunks.push(chunk as Buffer)
+      }
+      const headers: Record<string, string> = {}
+      for (const [name, value] of Object.entries(res.headers)) headers[name] = Array.isArray(value) ? value.join(', ') : value
+      return { status: res.status, headers, body: Buffer.concat(chunks).toString('utf8') }
+    },
+  }
+}

@@ -1,0 +1,73 @@
+import type { RunErrorCode, WireOutcome } from './protocol.js'
+
+/**
+ * Turns what the sandbox's `run` returned ([meta JSON, value JSON]) into a WireOutcome.
+ * The pair is produced by code the Reactor could have tampered with (it shares the context),
+ * so every field is checked here, on the host side of the boundary.
+ */
+export function decodeRun(result: unknown, payloadMaxBytes: number): WireOutcome {
+  if (!Array.isArray(result) || typeof result[0] !== 'string' || typeof result[1] !== 'string') {
+    return failure('The Reactor runtime received a malformed result.')
+  }
+  const [metaJson, json] = result as [string, string]
+  if (Buffer.byteLength(metaJson) + Buffer.byteLength(json) > payloadMaxBytes) return tooLarge(payloadMaxBytes)
+  let meta: unknown
+  try {
+    meta = JSON.parse(metaJson)
+  } catch {
+    return failure('The Reactor runtime received a malformed result.')
+  }
+  if (!isRecord(meta)) return failure('The Reactor runtime received a malformed result.')
+  switch (meta.kind) {
+    case 'ok':
+      return { kind: 'ok', json }
+    case 'too_large':
+      return tooLarge(payloadMaxBytes)
+    case 'response':
+      return decodeResponse(meta, json)
+    case 'error':
+      return decodeError(meta)
+    default:
+      return failure('The Reactor runtime received a malformed result.')
+  }
+}
+
+const REACTOR_CODES: readonly RunErrorCode[] = ['bad_request', 'unauthenticated', 'forbidden', 'reactor_error']
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+// eslint-disable-next-line no-control-regex -- rejecting control characters is the point
+const HEADER_VALUE = /^[^\x00-\x08\x0a-\x1f\x7f]*$/
+
+function decodeError(meta: Record<string, unknown>): WireOutcome {
+  // `reactor_timeout` is deliberately absent: only the host's clock may claim a time-out.
+  const code = REACTOR_CODES.find((c) => c === meta.code) ?? 'reactor_error'
+  const detail = typeof meta.message === 'string' && meta.message !== '' ? meta.message : 'The Reactor failed without a message.'
+  return { kind: 'error', code, detail }
+}
+
+function decodeResponse(meta: Record<string, unknown>, json: string): WireOutcome {
+  const status = meta.status
+  if (typeof status !== 'number' || !Number.isInteger(status) || status < 200 || status > 599) {
+    return failure('CustomHttpResponseError needs an integer status between 200 and 599.')
+  }
+  if (!isRecord(meta.headers)) return failure('CustomHttpResponseError headers must be an object of strings.')
+  const headers: Record<string, string> = {}
+  for (const [name, value] of Object.entries(meta.headers)) {
+    if (typeof value !== 'string' && typeof value !== 'number') return failure(`CustomHttpResponseError header "${name.slice(0, 100)}" must be a string.`)
+    const text = String(value)
+    if (!HEADER_NAME.test(name) || !HEADER_VALUE.test(text)) return failure('CustomHttpResponseError has an invalid header.')
+    headers[name.toLowerCase()] = text
+  }
+  return { kind: 'response', status, headers, json }
+}
+
+function tooLarge(limit: number): WireOutcome {
+  return failure(`The Reactor result is larger than the ${limit}-byte limit.`)
+}
+
+function failure(detail: string): WireOutcome {
+  return { kind: 'error', code: 'reactor_error', detail }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}

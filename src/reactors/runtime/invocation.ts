@@ -1,0 +1,73 @@
+import type ivm from 'isolated-vm'
+import type { MessagePort } from 'node:worker_threads'
+import { decodeRun } from './decode-run.js'
+import { dispose, type IsolateSlot } from './isolate-cache.js'
+import type { WireOutcome } from './protocol.js'
+import { discardContext, prepareContext, type SandboxContext } from './sandbox-context.js'
+
+export interface RunLimits {
+  timeoutMs: number
+  memoryMb: number
+  payloadMaxBytes: number
+}
+
+/**
+ * Runs one call in a FRESH context of `slot.isolate` and settles by `deadlineAt` at the latest.
+ * isolated-vm's own `timeout` only bounds synchronous execution, not time spent awaiting
+ * promises, so the deadline is a host timer that disposes the whole isolate: that stops a
+ * `while(true){}`, an await loop and a never-settling promise alike.
+ */
+export async function runInvocation(slot: IsolateSlot, input: string, deadlineAt: number, port: MessagePort, limits: RunLimits): Promise<WireOutcome> {
+  const remaining = deadlineAt - Date.now()
+  if (remaining <= 0) {
+    port.close()
+    return timeout(limits)
+  }
+  let timedOut = false
+  const timer = setTimeout(() => {
+    timedOut = true
+    dispose(slot.isolate)
+  }, remaining)
+  let sandbox: SandboxContext | undefined
+  try {
+    sandbox = await takeContext(slot, limits)
+    sandbox.relay.connect(port)
+    const result = await callRun(slot, sandbox, input, limits)
+    return decodeRun(result, limits.payloadMaxBytes)
+  } catch (err) {
+    if (timedOut) return timeout(limits)
+    return hostFailure(err, slot.isolate, limits)
+  } finally {
+    clearTimeout(timer)
+    port.close()
+    if (sandbox !== undefined) discardContext(sandbox, slot.isolate)
+  }
+}
+
+/** The context the slot prepared while idle, or a new one. Either way no call has used it. */
+async function takeContext(slot: IsolateSlot, limits: RunLimits): Promise<SandboxContext> {
+  const spare = slot.spare
+  slot.spare = undefined
+  return (await spare) ?? prepareContext(slot.isolate, slot.prelude, slot.contained ? slot.module : undefined, limits.payloadMaxBytes)
+}
+
+async function callRun(slot: IsolateSlot, sandbox: SandboxContext, input: string, limits: RunLimits): Promise<unknown> {
+  // Code that may escape the wrapper could run something while the module is evaluated:
+  // then it is evaluated only now, asynchronously, under the deadline.
+  sandbox.factory ??= (await slot.module.run(sandbox.context, { reference: true })) as ivm.Reference<unknown>
+  return sandbox.run.apply(undefined, [sandbox.factory.derefInto(), input, limits.payloadMaxBytes], { result: { promise: true, copy: true } })
+}
+
+function timeout(limits: RunLimits): WireOutcome {
+  return { kind: 'error', code: 'reactor_timeout', detail: `The Reactor did not finish within ${limits.timeoutMs} ms.` }
+}
+
+function hostFailure(err: unknown, isolate: ivm.Isolate, limits: RunLimits): WireOutcome {
+  const message = err instanceof Error ? err.message : String(err)
+  if (isolate.isDisposed || /memory limit/i.test(message)) {
+    return { kind: 'error', code: 'reactor_error', detail: `The Reactor exceeded its memory limit of ${limits.memoryMb} MB.` }
+  }
+  // Errors here come from the runtime, not from Reactor code (which `run` catches itself);
+  // only the first line goes out, never a host stack.
+  return { kind: 'error', code: 'reactor_error', detail: `The Reactor failed: ${message.split('\n')[0] ?? 'unknown error'}` }
+}

@@ -1,0 +1,23 @@
+import { fileURLToPath } from 'node:url'
+
+/** How to fork the runtime child; imported by the API process, so no isolated-vm here. */
+export interface LaunchSpec {
+  modulePath: string
+  execArgv: string[]
+}
+
+/**
+ * From TypeScript source (tests, `tsx`) this file itself is `.ts`, so the child is `child.ts`
+ * and needs a TypeScript loader of its own: tsx, resolved to an absolute URL so the child does
+ * not depend on its working directory. Compiled by `tsc` (dist/src/...), it is plain node.
+ * `--no-node-snapshot` is required by isolated-vm on Node >= 20 and must be given to the
+ * process itself: piscina's worker threads inherit it (their own execArgv may not carry it).
+ */
+export function runtimeLaunchSpec(): LaunchSpec {
+  const fromSource = import.meta.url.endsWith('.ts')
+  const modulePath = fileURLToPath(new URL(fromSource ? './child.ts' : './child.js', import.meta.url))
+  const execArgv = ['--no-node-snapshot']
+  if (fromSource) execArgv.push(`--import=${import.meta.resolve('tsx')}`)
+  if (process.sourceMapsEnabled) execArgv.push('--enable-source-maps')
+  return { modulePath, execArgv }
+}

@@ -1,0 +1,129 @@
+import { readFileSync } from 'node:fs'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import t from 'tap'
+import { startTestApp } from '../helpers/app.js'
+import { appKey, card, VISA } from '../helpers/tokens.js'
+
+const example = (name: string) => readFileSync(new URL(`../../reactors/${name}.js`, import.meta.url), 'utf8')
+
+t.test('Reactors API', async (t) => {
+  const app = await startTestApp(t, { SVC_REACTOR_TIMEOUT_MS: '2000' })
+  const caller = await appKey(app, {
+    type: 'private',
+    rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read', 'token:use'] }],
+  })
+  const actor = await app.request('POST', '/applications', {
+    body: { name: 'reactor actor', type: 'private', rules: [{ priority: 1, container: '/', transform: 'mask', permissions: ['token:create', 'token:use'] }] },
+  })
+
+  t.test('create, get, list, update, delete with validation', async (t) => {
+    const created = await app.request('POST', '/reactors', { body: { name: 'echo', code: example('echo'), configuration: { A: 'b' } } })
+    t.equal(created.status, 201)
+    t.match(created.body, { name: 'echo', configuration: { A: 'b' } })
+    const id = created.body.id
+    t.equal((await app.request('GET', `/reactors/${id}`)).body.name, 'echo')
+    t.equal((await app.request('GET', '/reactors')).body.pagination.total_items, 1)
+    const compileError = await app.request('POST', '/reactors', { body: { name: 'bad', code: 'module.exports = async function () {\n  return 1 +* 2\n}' } })
+    t.equal(compileError.status, 422)
+    t.match(compileError.body.detail, /SyntaxError/)
+    t.match(compileError.body.detail, /line 2/i, 'with the position')
+    const tooLong = await app.request('POST', '/reactors', { body: { name: 'long', code: `// ${'x'.repeat(50_000)}` } })
+    t.equal(tooLong.status, 400)
+    t.ok(tooLong.body.errors.code)
+    const badConfig = await app.request('POST', '/reactors', { body: { name: 'c', code: example('echo'), configuration: { A: 1 } } })
+    t.equal(badConfig.status, 400)
+    const badApp = await app.request('POST', '/reactors', { body: { name: 'c', code: example('echo'), application: { id: '00000000-0000-4000-8000-000000000000' } } })
+    t.equal(badApp.status, 400)
+    const updated = await app.request('PUT', `/reactors/${id}`, { body: { name: 'echo2', code: 'module.exports = async (req) => ({ raw: "v2" })' } })
+    t.equal(updated.status, 200)
+    const reacted = await app.request('POST', `/reactors/${id}/react`, { key: caller, body: { args: {} } })
+    t.same(reacted.body, { raw: 'v2' }, 'saving new code retires the old')
+    t.equal((await app.request('DELETE', `/reactors/${id}`)).status, 204)
+    t.equal((await app.request('GET', `/reactors/${id}`)).status, 404)
+    t.equal((await app.request('POST', `/reactors/${id}/react`, { key: caller, body: { args: {} } })).status, 404)
+  })
+
+  t.test('react: detokenized args, card brand, tokenize, permissions, limits', async (t) => {
+    const tok = await app.request('POST', '/tokens', { key: caller, body: { type: 'card', data: card() } })
+    const brand = await app.request('POST', '/reactors', { body: { name: 'brand', code: example('card-brand') } })
+    const res = await app.request('POST', `/reactors/${brand.body.id}/react`, { key: caller, body: { args: { card: `{{ ${tok.body.id} }}` } } })
+    t.equal(res.status, 200)
+    t.match(res.body.raw, { brand: 'visa', last4: '4242' })
+    t.notMatch(JSON.stringify(res.body), VISA)
+
+    const mgmtCannot = await app.request('POST', `/reactors/${brand.body.id}/react`, { body: { args: {} } })
+    t.equal(mgmtCannot.status, 403, 'a management key cannot invoke')
+    const noUse = await appKey(app, { type: 'private', permissions: ['token:read'] })
+    t.equal((await app.request('POST', `/reactors/${brand.body.id}/react`, { key: noUse, body: { args: {} } })).status, 403)
+    t.equal((await app.request('POST', `/reactors/${brand.body.id}/react`, { key: caller, body: { args: { card: '{{ nope-token }}' } } })).status, 400)
+    const bad = await app.request('POST', `/reactors/${brand.body.id}/react`, { key: caller, body: { args: { card: 'x' } } })
+    t.equal(bad.status, 400, 'BadRequestError is a 400')
+
+    const tokenizer = await app.request('POST', '/reactors', {
+      body: { name: 't', code: 'module.exports = async (req) => ({ raw: "ok", tokenize: { n: req.args.n } })', application: { id: actor.body.id } },
+    })
+    const tokenized = await app.request('POST', `/reactors/${tokenizer.body.id}/react`, { key: caller, body: { args: { n: 'secret-value' } } })
+    t.equal(tokenized.status, 200)
+    t.type(tokenized.body.tokens.n, 'string')
+    const back = await app.request('GET', `/tokens/${tokenized.body.tokens.n}`, { key: caller })
+    t.equal(back.body.data, 'secret-value')
+    t.equal(back.body.created_by, actor.body.id, 'tokenized as the Reactor Application')
+
+    const big = await app.request('POST', `/reactors/${brand.body.id}/react`, {
+      key: caller,
+      rawBody: JSON.stringify({ args: { pad: 'x'.repeat(5 * 1024 * 1024) } }),
+      headers: { 'content-type': 'application/json' },
+    })
+    t.equal(big.status, 413)
+  })
+
+  t.test('custom responses, errors and fetch under the destination policy', async (t) => {
+    const dest = http.createServer((req, res) => {
+      res.setHeader('content-type', 'application/json')
+      res.end(JSON.stringify({ number: VISA, exp_month: 1, exp_year: 2031, cvc: '321' }))
+    })
+    await new Promise<void>((r) => dest.listen(0, '127.0.0.1', r))
+    t.teardown(() => dest.close())
+    const url = `http://127.0.0.1:${(dest.address() as AddressInfo).port}`
+    const issuer = await app.request('POST', '/reactors', {
+      body: { name: 'issuer', code: example('tokenize-response'), configuration: { ISSUER_API_URL: url }, application: { id: actor.body.id } },
+    })
+    const res = await app.request('POST', `/reactors/${issuer.body.id}/react`, { key: caller, body: { args: { holder: 'Ada' } } })
+    t.equal(res.status, 200)
+    t.match(res.body, { raw: { issued: true }, tokens: { card: { id: String, type: 'card' } } })
+    t.notMatch(JSON.stringify(res.body), VISA, 'the card leaves only as a token')
+
+    const custom = await app.request('POST', '/reactors', {
+      body: { name: 'c', code: 'module.exports = async () => { throw new CustomHttpResponseError({ status: 418, headers: { "x-r": "1" }, body: { tea: true } }) }' },
+    })
+    const teapot = await app.request('POST', `/reactors/${custom.body.id}/react`, { key: caller, body: { args: {} } })
+    t.equal(teapot.status, 418)
+    t.equal(teapot.headers.get('x-r'), '1')
+    t.same(teapot.body, { tea: true })
+
+    const thrower = await app.request('POST', '/reactors', { body: { name: 'e', code: 'module.exports = async () => { throw new Error("card declined by rule 7") }' } })
+    const failed = await app.request('POST', `/reactors/${thrower.body.id}/react`, { key: caller, body: { args: {} } })
+    t.equal(failed.status, 500)
+    t.match(failed.body.detail, /card declined by rule 7/)
+    t.equal(failed.headers.get('content-type'), 'application/problem+json')
+
+    const looper = await app.request('POST', '/reactors', { body: { name: 'l', code: 'module.exports = async () => { while (true) {} }' } })
+    const timedOut = await app.request('POST', `/reactors/${looper.body.id}/react`, { key: caller, body: { args: {} } })
+    t.equal(timedOut.status, 504)
+    const echo = await app.request('POST', '/reactors', { body: { name: 'echo', code: example('echo') } })
+    t.same((await app.request('POST', `/reactors/${echo.body.id}/react`, { key: caller, body: { args: { a: 1 } } })).body, { raw: { a: 1 } }, 'the next invocation succeeds')
+  })
+})
+
+t.test('fetch refuses private destinations under the default policy', async (t) => {
+  const app = await startTestApp(t, { SVC_PROXY_ALLOW_PRIVATE: 'false', SVC_PROXY_ALLOW_HTTP: 'false' })
+  const caller = await appKey(app, { type: 'private', permissions: ['token:use'] })
+  const r = await app.request('POST', '/reactors', {
+    body: { name: 'f', code: 'module.exports = async () => { try { await fetch("https://127.0.0.1:9/x"); return { raw: "fetched" } } catch (e) { return { raw: String(e.message) } } }' },
+  })
+  const res = await app.request('POST', `/reactors/${r.body.id}/react`, { key: caller, body: { args: {} } })
+  t.equal(res.status, 200)
+  t.not(res.body.raw, 'fetched')
+  t.match(res.body.raw, /not allowed|refused|public/i)
+})

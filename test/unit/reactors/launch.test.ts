@@ -1,0 +1,11 @@
+import { existsSync } from 'node:fs'
+import t from 'tap'
+import { runtimeLaunchSpec } from '../../../src/reactors/runtime/launch.js'
+
+t.test('from TypeScript source the child is child.ts, loaded through tsx, without a node snapshot', async (t) => {
+  const spec = runtimeLaunchSpec()
+  t.match(spec.modulePath, /src\/reactors\/runtime\/child\.ts$/)
+  t.ok(existsSync(spec.modulePath))
+  t.equal(spec.execArgv[0], '--no-node-snapshot')
+  t.ok(spec.execArgv.some((arg) => /^--import=file:.*\/tsx\//.test(arg)), 'tsx by absolute URL, independent of the cwd')
+})
