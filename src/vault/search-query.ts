@@ -31,28 +31,14 @@ export function parseSearchQuery(query: string): SearchTerms {
   return terms
 }
 
+const LIST_FIELDS = { id: 'ids', type: 'types', container: 'containers', fingerprint: 'fingerprints', data: 'data' } as const
+
 function addTerm(terms: SearchTerms, field: string, value: string): void {
   if (field.startsWith('metadata.')) {
     terms.metadata[field.slice('metadata.'.length)] = value
     return
   }
-  switch (field) {
-    case 'id':
-      terms.ids.push(value)
-      return
-    case 'type':
-      terms.types.push(value)
-      return
-    case 'container':
-      terms.containers.push(value)
-      return
-    case 'fingerprint':
-      terms.fingerprints.push(value)
-      return
-    case 'data':
-      terms.data.push(value)
-      return
-    default:
-      throw ValidationError.field('query', `unknown search field '${field}'; use id, type, container, fingerprint, metadata.<key> or data`)
-  }
+  const list = LIST_FIELDS[field as keyof typeof LIST_FIELDS]
+  if (!list) throw ValidationError.field('query', `unknown search field '${field}'; use id, type, container, fingerprint, metadata.<key> or data`)
+  terms[list].push(value)
 }
