@@ -1,0 +1,118 @@
+/**
+ * Processes under test: CPU pinning with `taskset` and CPU time read from `/proc/<pid>/stat`.
+ * The process under test runs alone on core 0; the bench driver (load generator, latency
+ * client) and the destination share core 1, so the two never steal each other's cycles.
+ */
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import { readFileSync } from 'node:fs'
+import os from 'node:os'
+
+export const SUT_CORE = 0
+export const DRIVER_CORE = 1
+
+let tasksetChecked: boolean | undefined
+/** True when `taskset` runs and the machine has at least two cores. */
+export function canPin(): boolean {
+  if (tasksetChecked === undefined) {
+    tasksetChecked = os.cpus().length >= 2 && spawnSync('taskset', ['--version'], { stdio: 'ignore' }).status === 0
+  }
+  return tasksetChecked
+}
+
+/** Moves the bench driver itself (every thread) to the driver core; children inherit it. */
+export function pinSelf(): string {
+  if (!canPin()) return 'not pinned (taskset missing or fewer than 2 cores)'
+  const r = spawnSync('taskset', ['-a', '-p', '-c', String(DRIVER_CORE), String(process.pid)], { stdio: 'ignore' })
+  return r.status === 0 ? `driver pinned to core ${DRIVER_CORE}, processes under test to core ${SUT_CORE}` : 'not pinned (taskset -p failed)'
+}
+
+export interface SpawnOptions {
+  /** Core to pin to; undefined: inherit the driver's affinity. */
+  core?: number
+  env?: NodeJS.ProcessEnv
+  cwd?: string
+}
+
+/** Spawns `node <args>` (under `taskset -c <core>` when possible: taskset execs, so the pid is node's). */
+export function spawnNode(args: string[], options: SpawnOptions = {}): ChildProcess {
+  const cmd = options.core !== undefined && canPin() ? ['taskset', '-c', String(options.core), process.execPath] : [process.execPath]
+  const child = spawn(cmd[0]!, [...cmd.slice(1), ...args], { env: options.env ?? process.env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+  children.add(child)
+  child.once('exit', () => children.delete(child))
+  return child
+}
+
+/** Keeps the last few KB of a child's output for error messages. */
+export function captureOutput(child: ChildProcess): () => string {
+  let out = ''
+  const keep = (chunk: Buffer) => {
+    out = (out + chunk.toString()).slice(-4000)
+  }
+  child.stdout?.on('data', keep)
+  child.stderr?.on('data', keep)
+  return () => out
+}
+
+/** SIGTERM, then SIGKILL after `graceMs`. */
+export async function stopChild(child: ChildProcess, graceMs = 5000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = once(child, 'exit')
+  child.kill('SIGTERM')
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs)
+  await exited
+  clearTimeout(timer)
+}
+
+const children = new Set<ChildProcess>()
+// A crashed or interrupted bench must not leave servers behind.
+process.once('exit', () => {
+  for (const c of children) c.kill('SIGKILL')
+})
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    for (const c of children) c.kill('SIGKILL')
+    process.exit(130)
+  })
+}
+
+let clkTck: number | undefined
+function ticksPerSecond(): number {
+  if (clkTck === undefined) {
+    try {
+      clkTck = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100
+    } catch {
+      clkTck = 100
+    }
+  }
+  return clkTck
+}
+
+/** utime + stime of a process (all its threads), in microseconds. */
+export function cpuTimeUs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  // The command name may contain spaces and parentheses: fields are counted after the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  const ticks = Number(fields[11]) + Number(fields[12])
+  return (ticks * 1e6) / ticksPerSecond()
+}
+
+/** CPU time of several processes over `fn`, in microseconds. */
+export async function measureCpu<T>(pids: number[], fn: () => Promise<T>): Promise<{ result: T; cpuUs: number }> {
+  const before = pids.map(cpuTimeUs)
+  const result = await fn()
+  const cpuUs = pids.reduce((sum, pid, i) => sum + cpuTimeUs(pid) - before[i]!, 0)
+  return { result, cpuUs }
+}
+
+/** Load average is recorded because other work on a shared machine skews every figure. */
+export function machineInfo(): { cpu: string; cores: number; node: string; os: string; memoryGb: number; loadAverage: number[] } {
+  return {
+    loadAverage: os.loadavg().map((l) => Math.round(l * 100) / 100),
+    cpu: os.cpus()[0]?.model.trim() ?? 'unknown',
+    cores: os.cpus().length,
+    node: process.version,
+    os: `${os.type()} ${os.release()}`,
+    memoryGb: Math.round(os.totalmem() / 2 ** 30),
+  }
+}

@@ -1,0 +1,48 @@
+/** The summary row every bench contributes to `bench/results/<date>.md`. */
+export interface Figure {
+  bench: string
+  name: string
+  unit: string
+  tessera: number
+  baseline?: number
+  baselineName?: string
+  /** tessera / baseline */
+  ratio?: number
+  /** tessera - baseline, in `unit` */
+  added?: number
+  target?: string
+  pass?: boolean
+}
+
+export function figure(f: Figure): Figure {
+  if (f.baseline !== undefined && f.ratio === undefined) f.ratio = Math.round((f.tessera / f.baseline) * 100) / 100
+  return f
+}
+
+const num = (n: number | undefined, digits = 0) =>
+  n === undefined || !Number.isFinite(n) ? '–' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })
+
+export function figureRow(f: Figure): string[] {
+  const unit = f.unit === 'µs' ? ' µs' : f.unit === 'ms' ? ' ms' : ` ${f.unit}`
+  const compare = [f.ratio === undefined ? '' : `${num(f.ratio, 2)}×`, f.added === undefined ? '' : `${f.added >= 0 ? '+' : ''}${num(f.added)}${unit}`]
+  return [
+    `${f.bench}: ${f.name}`,
+    `${num(f.tessera, f.tessera < 10 ? 2 : 0)}${unit}`,
+    f.baseline === undefined ? '–' : `${num(f.baseline, f.baseline < 10 ? 2 : 0)}${unit}${f.baselineName ? ` (${f.baselineName})` : ''}`,
+    compare.filter(Boolean).join(' / ') || '–',
+    f.target ?? '–',
+    f.pass === undefined ? '–' : f.pass ? 'pass' : '**FAIL**',
+  ]
+}
+
+export function markdownTable(header: string[], rows: (string | number)[][]): string {
+  const line = (cells: (string | number)[]) => `| ${cells.map((c) => String(c).replace(/\|/g, '\\|')).join(' | ')} |`
+  return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n')
+}
+
+/** console.table rows → markdown, with the same columns. */
+export function rowsToMarkdown(rows: Record<string, string | number>[]): string {
+  if (rows.length === 0) return '(no rows)'
+  const header = Object.keys(rows[0]!)
+  return markdownTable(header, rows.map((r) => header.map((h) => r[h] ?? '')))
+}

@@ -1,0 +1,283 @@
+/**
+ * The proxy's cost (issue 4), on loopback with a 1 KB JSON body, every variant in one run:
+ * (a) direct to the destination, (b) a minimal undici forwarder (the baseline), (c) Tessera
+ * `/proxy` without tokens, (d) with 1 token, (e) with 10 tokens, (f) a pre-configured proxy
+ * with trivial transforms when `POST /proxies` exists (issue 6). Tessera and the forwarder run
+ * pinned to core 0; autocannon, the latency client and the destination on core 1. Plus the
+ * scaling figure (issue 8): variant (c) on one and on two Tessera processes sharing the stores.
+ *
+ *   npx tsx bench/proxy.ts   (DATABASE_URL / REDIS_URL, default the local Postgres and Redis)
+ */
+import { mkdir, writeFile } from 'node:fs/promises'
+import { dirname, resolve } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { call, createCardTokens, createPrivateApp } from './lib/api.js'
+import { startHelper, type HelperProcess } from './lib/helpers.js'
+import { closedLoop, interleave, median, percentileUs, progress, round0, round1, saturate, type BenchRequest } from './lib/measure.js'
+import { DRIVER_CORE, machineInfo, measureCpu, pinSelf, SUT_CORE } from './lib/proc.js'
+import { figure, type Figure } from './lib/report.js'
+import { createBackend, startTessera, type Backend, type TesseraProcess } from './lib/tessera.js'
+
+export interface ProxyBenchOptions {
+  databaseUrl?: string
+  redisUrl?: string
+  rounds?: number
+  /** Seconds of autocannon per variant per round. */
+  durationS?: number
+  connections?: number
+  /** Timed requests at concurrency 1 per variant per round. */
+  latencyRequests?: number
+  warmupS?: number
+  scaling?: boolean
+  outFile?: string | null
+}
+
+export interface ProxyVariantResult {
+  variant: string
+  label: string
+  rps: number
+  cpuUsPerRequest: number
+  p50Us: number
+  p99Us: number
+  rpsRatioToB: number
+  addedP50UsOverB: number
+  addedP99UsOverB: number
+  errors: number
+}
+
+export interface ProxyBenchResult {
+  date: string
+  machine: ReturnType<typeof machineInfo>
+  backend: { database: string; redis: string }
+  options: Required<Omit<ProxyBenchOptions, 'databaseUrl' | 'redisUrl' | 'outFile'>>
+  variants: ProxyVariantResult[]
+  scaling?: { connections: number; oneRps: number; twoRps: number; ratio: number; oneCpuUsPerRequest: number; twoCpuUsPerRequest: number }
+  figures: Figure[]
+  notes: string[]
+}
+
+interface Variant {
+  key: string
+  label: string
+  url: string
+  pids: number[]
+  request: BenchRequest
+  rps: number[]
+  cpu: number[]
+  p50: number[]
+  p99: number[]
+  errors: number
+}
+
+const DEFAULT_OUT = resolve(dirname(fileURLToPath(import.meta.url)), 'results/proxy-latest.json')
+const REQUEST_TRANSFORM = 'module.exports = async function (req) { return { body: req.args.body, headers: req.args.headers } }'
+const RESPONSE_TRANSFORM = 'module.exports = async function (req) { return { body: req.args.body, headers: req.args.headers, status: req.args.status } }'
+
+/** A 1024-byte JSON payment request whose `cards` hold the given expressions. */
+export function proxyBody(tokenIds: string[]): string {
+  const doc = { amount: 4200, currency: 'usd', customer: { name: 'Ada Lovelace', email: 'ada@example.com' }, cards: tokenIds.map((id) => `{{${id}}}`), pad: '' }
+  const length = Buffer.byteLength(JSON.stringify(doc))
+  if (length > 1024) throw new Error(`proxy body is ${length} bytes`)
+  doc.pad = 'x'.repeat(1024 - length)
+  return JSON.stringify(doc)
+}
+
+function variant(key: string, label: string, url: string, pids: number[], headers: Record<string, string>, body: string): Variant {
+  const request: BenchRequest = { method: 'POST', path: new URL(url).pathname, headers: { 'content-type': 'application/json', ...headers }, body }
+  return { key, label, url, pids, request, rps: [], cpu: [], p50: [], p99: [], errors: 0 }
+}
+
+/** One request through each variant before timing: it must answer 200 and, with tokens, carry the plaintext. */
+async function check(v: Variant, expectedBytes: number): Promise<void> {
+  const res = await fetch(v.url, { method: 'POST', headers: v.request.headers, body: v.request.body })
+  const text = await res.text()
+  if (res.status !== 200) throw new Error(`variant ${v.key}: status ${res.status} ${text.slice(0, 300)}`)
+  const received = Number(res.headers.get('x-received-bytes'))
+  if (received !== expectedBytes) throw new Error(`variant ${v.key}: destination received ${received} bytes, expected ${expectedBytes}`)
+}
+
+/** (f) when the pre-configured proxies API exists; undefined (and a note) otherwise. */
+async function preconfigured(t: TesseraProcess, backend: Backend, app: { id: string; key: string }, destUrl: string, body: string, notes: string[]): Promise<Variant | undefined> {
+  const res = await call(t.url, backend.adminKey, 'POST', '/proxies', {
+    name: 'bench', destination_url: destUrl, request_transform: { code: REQUEST_TRANSFORM }, response_transform: { code: RESPONSE_TRANSFORM }, application: { id: app.id },
+  }).catch((err: Error) => ({ status: 0, body: err.message }))
+  if (res.status !== 201 || typeof res.body?.key !== 'string') {
+    notes.push(`(f) pre-configured proxy skipped: POST /proxies answered ${res.status} (issue 6 not merged yet?)`)
+    return undefined
+  }
+  const v = variant('f', 'pre-configured, trivial transforms', `${t.url}/proxy`, [t.pid], { 'SVC-API-KEY': app.key, 'SVC-PROXY-KEY': res.body.key }, body)
+  try {
+    await check(v, Buffer.byteLength(body))
+    return v
+  } catch (err) {
+    notes.push(`(f) pre-configured proxy skipped: ${(err as Error).message}`)
+    return undefined
+  }
+}
+
+async function measure(variants: Variant[], o: Required<Omit<ProxyBenchOptions, 'databaseUrl' | 'redisUrl' | 'outFile'>>): Promise<void> {
+  for (const v of variants) {
+    progress(`proxy: warm-up ${v.key}`)
+    await closedLoop(new URL(v.url).origin, v.request, { concurrency: o.connections, durationMs: o.warmupS * 1000 })
+  }
+  await interleave(o.rounds, variants, async (v, round) => {
+    progress(`proxy: round ${round + 1}/${o.rounds} variant ${v.key} (${v.label})`)
+    const { result, cpuUs } = await measureCpu(v.pids, () => saturate([v.url], v.request, { connections: o.connections, durationS: o.durationS }))
+    v.rps.push(result.rps)
+    v.cpu.push(cpuUs / Math.max(1, result.requests))
+    v.errors += result.errors
+    const lat = await closedLoop(new URL(v.url).origin, v.request, { concurrency: 1, requests: o.latencyRequests })
+    v.p50.push(percentileUs(lat.samplesNs, 50))
+    v.p99.push(percentileUs(lat.samplesNs, 99))
+  })
+}
+
+function summarize(variants: Variant[]): ProxyVariantResult[] {
+  const b = variants.find((v) => v.key === 'b')!
+  const [bRps, bP50, bP99] = [median(b.rps), median(b.p50), median(b.p99)]
+  return variants.map((v) => ({
+    variant: v.key,
+    label: v.label,
+    rps: round0(median(v.rps)),
+    cpuUsPerRequest: round1(median(v.cpu)),
+    p50Us: round1(median(v.p50)),
+    p99Us: round1(median(v.p99)),
+    rpsRatioToB: Math.round((median(v.rps) / bRps) * 100) / 100,
+    addedP50UsOverB: round1(median(v.p50) - bP50),
+    addedP99UsOverB: round1(median(v.p99) - bP99),
+    errors: v.errors,
+  }))
+}
+
+/** Variant (c) against one Tessera, then round-robin by connection over two (the second on the driver core). */
+async function scaling(first: TesseraProcess, backend: Backend, request: BenchRequest, o: { rounds: number; durationS: number; connections: number }) {
+  progress('proxy: scaling, starting a second Tessera process on the same Postgres and Redis')
+  const second = await startTessera(backend, { core: DRIVER_CORE })
+  try {
+    const connections = o.connections * 2
+    const setups = [{ n: 1, urls: [`${first.url}/proxy`], pids: [first.pid], rps: [] as number[], cpu: [] as number[] },
+      { n: 2, urls: [`${first.url}/proxy`, `${second.url}/proxy`], pids: [first.pid, second.pid], rps: [] as number[], cpu: [] as number[] }]
+    await closedLoop(second.url, request, { concurrency: 8, durationMs: 2000 })
+    await interleave(o.rounds, setups, async (s, round) => {
+      progress(`proxy: scaling round ${round + 1}/${o.rounds}, ${s.n} process(es)`)
+      const { result, cpuUs } = await measureCpu(s.pids, () => saturate(s.urls, request, { connections, durationS: o.durationS }))
+      if (result.errors) throw new Error(`scaling with ${s.n} processes: ${result.errors} errors`)
+      s.rps.push(result.rps)
+      s.cpu.push(cpuUs / Math.max(1, result.requests))
+    })
+    const [one, two] = setups.map((s) => ({ rps: median(s.rps), cpu: median(s.cpu) }))
+    return { connections, oneRps: round0(one!.rps), twoRps: round0(two!.rps), ratio: Math.round((two!.rps / one!.rps) * 100) / 100, oneCpuUsPerRequest: round1(one!.cpu), twoCpuUsPerRequest: round1(two!.cpu) }
+  } finally {
+    await second.stop()
+  }
+}
+
+function figures(result: ProxyBenchResult): Figure[] {
+  const by = (k: string) => result.variants.find((v) => v.variant === k)
+  const b = by('b')!
+  const out: Figure[] = []
+  const rps = (k: string, name: string, min?: number) => {
+    const v = by(k)
+    if (v) out.push(figure({ bench: 'proxy', name, unit: 'req/s', tessera: v.rps, baseline: b.rps, baselineName: 'b', target: min ? `≥ ${min}× b` : undefined, pass: min ? v.rps >= min * b.rps : undefined }))
+  }
+  const p50 = (k: string, name: string, maxAdded: number) => {
+    const v = by(k)!
+    out.push(figure({ bench: 'proxy', name, unit: 'µs', tessera: v.p50Us, baseline: b.p50Us, baselineName: 'b', added: v.addedP50UsOverB, target: `≤ +${maxAdded} µs`, pass: v.addedP50UsOverB <= maxAdded }))
+  }
+  rps('c', '(c) no tokens, throughput', 0.5)
+  rps('d', '(d) 1 token, throughput')
+  rps('e', '(e) 10 tokens, throughput', 0.33)
+  p50('c', '(c) no tokens, p50 at c=1', 500)
+  p50('e', '(e) 10 tokens, p50 at c=1', 1000)
+  // CPU per request is the cost measure least disturbed by other load on a shared machine.
+  for (const k of ['c', 'e']) out.push(figure({ bench: 'proxy', name: `(${k}) CPU per request`, unit: 'µs', tessera: by(k)!.cpuUsPerRequest, baseline: b.cpuUsPerRequest, baselineName: 'b', added: round1(by(k)!.cpuUsPerRequest - b.cpuUsPerRequest) }))
+  const c = by('c')!
+  const f = by('f')
+  if (f) out.push(figure({ bench: 'proxy', name: '(f) pre-configured, throughput', unit: 'req/s', tessera: f.rps, baseline: c.rps, baselineName: 'c' }))
+  if (f) out.push(figure({ bench: 'proxy', name: '(f) pre-configured, p50 at c=1', unit: 'µs', tessera: f.p50Us, baseline: c.p50Us, baselineName: 'c', added: round1(f.p50Us - c.p50Us) }))
+  if (result.scaling) out.push(figure({ bench: 'proxy', name: 'scaling: (c) on 2 processes', unit: 'req/s', tessera: result.scaling.twoRps, baseline: result.scaling.oneRps, baselineName: '1 process' }))
+  return out
+}
+
+export async function runProxyBench(options: ProxyBenchOptions = {}): Promise<ProxyBenchResult> {
+  const o = { rounds: options.rounds ?? 3, durationS: options.durationS ?? 4, connections: options.connections ?? 32, latencyRequests: options.latencyRequests ?? 1000, warmupS: options.warmupS ?? 2, scaling: options.scaling ?? true }
+  const notes: string[] = [pinSelf()]
+  const backend = await createBackend(options.databaseUrl ? 'postgres' : 'pglite', options)
+  const started: { stop(): Promise<void> }[] = []
+  try {
+    progress(`proxy: starting destination, forwarder and Tessera (${backend.name}${options.redisUrl ? ' + Redis' : ''})`)
+    const dest: HelperProcess = await startHelper('destination', DRIVER_CORE)
+    started.push(dest)
+    const fwd = await startHelper('forwarder', SUT_CORE)
+    started.push(fwd)
+    const t = await startTessera(backend)
+    started.push(t)
+    const app = await createPrivateApp(t.url, backend.adminKey)
+    const ids = await createCardTokens(t.url, app.key, 10)
+    const plainBytes = (n: number) => Buffer.byteLength(proxyBody(ids.slice(0, n))) - n * (`"{{${ids[0]}}}"`.length - '"4242424242424242"'.length)
+    const proxyHeaders = { 'SVC-PROXY-URL': dest.url, 'SVC-API-KEY': app.key }
+    const variants = [
+      variant('a', 'direct to destination', `${dest.url}/proxy`, [dest.pid], {}, proxyBody([])),
+      variant('b', 'minimal undici forwarder', `${fwd.url}/proxy`, [fwd.pid], proxyHeaders, proxyBody([])),
+      variant('c', 'Tessera /proxy, no tokens', `${t.url}/proxy`, [t.pid], proxyHeaders, proxyBody([])),
+      variant('d', 'Tessera /proxy, 1 token', `${t.url}/proxy`, [t.pid], proxyHeaders, proxyBody(ids.slice(0, 1))),
+      variant('e', 'Tessera /proxy, 10 tokens', `${t.url}/proxy`, [t.pid], proxyHeaders, proxyBody(ids)),
+    ]
+    for (const [i, v] of variants.entries()) await check(v, plainBytes(i < 3 ? 0 : i === 3 ? 1 : 10))
+    const f = await preconfigured(t, backend, app, dest.url, proxyBody([]), notes)
+    if (f) variants.push(f)
+    await measure(variants, o)
+    const result: ProxyBenchResult = {
+      date: new Date().toISOString(),
+      machine: machineInfo(),
+      backend: { database: backend.name, redis: options.redisUrl ? 'redis' : 'in-process' },
+      options: o,
+      variants: summarize(variants),
+      figures: [],
+      notes,
+    }
+    if (result.variants.some((v) => v.errors)) notes.push('some requests failed during saturation: see `errors`')
+    if (o.scaling) {
+      result.scaling = await scaling(t, backend, variants[2]!.request, o)
+      notes.push('scaling: the second process runs on core 1 beside autocannon and the destination; on 2 cores this is a lower bound')
+    }
+    result.figures = figures(result)
+    const outFile = options.outFile === undefined ? DEFAULT_OUT : options.outFile
+    if (outFile) {
+      await mkdir(dirname(outFile), { recursive: true })
+      await writeFile(outFile, JSON.stringify(result, null, 2) + '\n')
+    }
+    return result
+  } finally {
+    for (const s of started.reverse()) await s.stop()
+    await backend.drop()
+  }
+}
+
+export function proxyTable(result: ProxyBenchResult): Record<string, string | number>[] {
+  return result.variants.map((v) => ({
+    variant: `${v.variant} ${v.label}`,
+    'req/s': v.rps,
+    '× b': v.rpsRatioToB,
+    'CPU µs/req': v.cpuUsPerRequest,
+    'p50 µs (c=1)': v.p50Us,
+    'p99 µs (c=1)': v.p99Us,
+    'p50 over b µs': v.addedP50UsOverB,
+    errors: v.errors,
+  }))
+}
+
+export function printProxyBench(result: ProxyBenchResult): void {
+  const o = result.options
+  console.log(`proxy, 1 KB JSON, ${o.rounds} rounds: autocannon ${o.connections} connections x ${o.durationS} s, ${o.latencyRequests} requests at c=1; ${result.backend.database} + ${result.backend.redis}; medians`)
+  console.table(proxyTable(result))
+  if (result.scaling) console.log(`scaling (c), ${result.scaling.connections} connections: 1 process ${result.scaling.oneRps} req/s, 2 processes ${result.scaling.twoRps} req/s (${result.scaling.ratio}x)`)
+  for (const f of result.figures.filter((f) => f.target)) console.log(`${f.name}: ${f.tessera} ${f.unit} vs b ${f.baseline} -> ${f.added !== undefined ? `+${f.added} µs` : `${f.ratio}x`}, target ${f.target}: ${f.pass ? 'pass' : 'FAIL'}`)
+  for (const note of result.notes) console.log(note)
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+  const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
+  printProxyBench(await runProxyBench({ databaseUrl, redisUrl }))
+}
