@@ -4,7 +4,9 @@ import type { DestinationPolicy } from './destination-policy.js'
 import { buildDestination, type Destination } from './destination-url.js'
 import type { ForwardBody, Forwarder } from './forward.js'
 import type { ResponseHeaders } from './headers.js'
-import type { Exchange, Pipeline } from './pipeline/index.js'
+import type { Caller, Exchange, Pipeline } from './pipeline/index.js'
+
+export type { Caller }
 
 export interface ProxyCall {
   principal: Principal
@@ -16,8 +18,7 @@ export interface ProxyCall {
   /** Flat `[name, value, ...]` as received. */
   headers: readonly string[]
   body: Buffer
-  /** Aborted when the caller goes away: the outbound call is abandoned with it. */
-  signal: AbortSignal
+  caller: Caller
 }
 
 export interface ProxyResult {
@@ -39,8 +40,21 @@ export interface ProxyService {
 /** One proxy: a plugin pipeline around the shared forwarder. Issue-6 proxies differ only in `pipeline`. */
 export function createProxyService(deps: { forwarder: Forwarder; pipeline: Pipeline; policy: DestinationPolicy }): ProxyService {
   const { forwarder, pipeline, policy } = deps
+  // Callers send the same few destinations over and over, and parsing and checking a URL is a
+  // visible share of a proxied call. Only accepted destinations are kept; the key's separator
+  // cannot occur in a header value or a request line. Bounded by clearing when full.
+  const destinations = new Map<string, Destination>()
   return {
-    destination: (baseUrl, path, query) => buildDestination(baseUrl, path, query, policy),
+    destination(baseUrl, path, query) {
+      const key = `${baseUrl}\n${path}\n${query}`
+      let destination = destinations.get(key)
+      if (destination === undefined) {
+        destination = buildDestination(baseUrl, path, query, policy)
+        if (destinations.size >= DESTINATION_CACHE_SIZE) destinations.clear()
+        destinations.set(key, destination)
+      }
+      return destination
+    },
 
     async call(call) {
       const exchange: Exchange = {
@@ -49,7 +63,7 @@ export function createProxyService(deps: { forwarder: Forwarder; pipeline: Pipel
         incoming: { method: call.method, path: call.path, query: call.query, headers: call.headers, body: call.body },
         outgoing: { headers: call.headers, body: call.body },
         response: undefined,
-        signal: call.signal,
+        caller: call.caller,
       }
       const early = await pipeline.run('beforeForward', exchange)
       if (early) return { ...early, destinationStatus: undefined }
@@ -58,7 +72,6 @@ export function createProxyService(deps: { forwarder: Forwarder; pipeline: Pipel
         destination: call.destination,
         headers: exchange.outgoing.headers,
         body: orNull(exchange.outgoing.body),
-        signal: call.signal,
       })
       exchange.response = response
       let late
@@ -74,6 +87,8 @@ export function createProxyService(deps: { forwarder: Forwarder; pipeline: Pipel
     },
   }
 }
+
+const DESTINATION_CACHE_SIZE = 1024
 
 // An empty body goes out as none, so GET and DELETE carry no Content-Length: 0.
 function orNull(body: ForwardBody): ForwardBody {

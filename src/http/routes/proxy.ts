@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { pipeline, Readable } from 'node:stream'
+import { Readable } from 'node:stream'
 import type { Middleware } from 'koa'
 import type { Authenticator } from '../../auth/authenticator.js'
 import type { Principal } from '../../auth/principal.js'
 import { AppError, type Problem } from '../../errors/index.js'
-import type { ProxyResult, ProxyService } from '../../proxy/service.js'
+import type { Caller, ProxyResult, ProxyService } from '../../proxy/service.js'
 import type { TenantSettingsCache } from '../../tenants/settings-cache.js'
 import type { AppContext, AppState } from '../context.js'
 import { authenticate, currentPrincipal, holds } from '../middleware/authenticate.js'
@@ -21,7 +21,6 @@ const METHODS = new Set(['POST', 'GET', 'PUT', 'PATCH', 'DELETE'])
 const PREFIX = '/proxy'
 const EMPTY = Buffer.alloc(0)
 const wrapProxyError = (problem: Problem) => ({ proxy_error: problem })
-const ignore = (): void => {}
 
 /**
  * `/proxy` and `/proxy/<path>` at any depth, for the five methods. A plain middleware rather
@@ -50,15 +49,7 @@ async function handleProxy(ctx: AppContext, deps: ProxyRouteDeps): Promise<void>
   const query = ctx.querystring
   const destination = deps.proxy.destination(ctx.get('svc-proxy-url') || undefined, path, query)
   const body = await readBody(ctx.req, deps.bodyLimitBytes)
-  const signal = abortOnClose(ctx.res)
-  let result: ProxyResult
-  try {
-    result = await deps.proxy.call({ principal, method: ctx.method, destination, path, query, headers: ctx.req.rawHeaders, body, signal })
-  } catch (err) {
-    // The caller went away: nobody is left to answer, and it is not a failure of ours.
-    if (signal.aborted) return
-    throw err
-  }
+  const result = await deps.proxy.call({ principal, method: ctx.method, destination, path, query, headers: ctx.req.rawHeaders, body, caller: new CallerLink(ctx) })
   sendResult(ctx, result)
 }
 
@@ -76,21 +67,41 @@ function readBody(req: IncomingMessage, limitBytes: number): Promise<Buffer> | B
   return readRaw(req, limitBytes)
 }
 
-function abortOnClose(res: ServerResponse): AbortSignal {
-  const controller = new AbortController()
-  res.once('close', () => {
-    if (!res.writableFinished) controller.abort()
-  })
-  return controller.signal
+/**
+ * The caller's AbortSignal, made only when a plugin asks for it: an AbortSignal with a listener
+ * costs the hot path more than everything else the proxy adds, so the forward itself goes
+ * without one (a caller who leaves early still frees the destination's connection once it
+ * answers or times out, see sendResult).
+ */
+class CallerLink implements Caller {
+  private controller: AbortController | undefined
+
+  constructor(private readonly ctx: AppContext) {}
+
+  get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      const made = (this.controller = new AbortController())
+      const res = this.ctx.res
+      if (!this.ctx.writable) made.abort()
+      else res.once('close', () => res.writableFinished || made.abort())
+    }
+    return this.controller.signal
+  }
 }
 
 /**
  * Writes the answer ourselves instead of through Koa: Koa leaves a response hanging when a piped
- * body fails after the headers, while `pipeline` destroys it, so a destination that resets
+ * body fails after the headers, while `relay` destroys it, so a destination that resets
  * mid-body aborts the caller's response instead of ending it as a clean, truncated one.
  */
 function sendResult(ctx: AppContext, result: ProxyResult): void {
   const res = ctx.res
+  if (!ctx.writable) {
+    // The caller left while the destination answered: nobody to relay to.
+    if (result.body instanceof Readable) result.body.destroy()
+    ctx.respond = false
+    return
+  }
   try {
     for (const name in result.headers) res.setHeader(name, result.headers[name] as string | string[])
   } catch (cause) {
@@ -101,6 +112,16 @@ function sendResult(ctx: AppContext, result: ProxyResult): void {
   if (result.destinationStatus !== undefined) res.setHeader('SVC-PROXY-DESTINATION-STATUS', String(result.destinationStatus))
   ctx.respond = false
   res.writeHead(result.status)
-  if (result.body instanceof Readable) pipeline(result.body, res, ignore)
+  if (result.body instanceof Readable) relay(result.body, res)
   else res.end(result.body)
+}
+
+/** Not stream.pipeline: it costs an AbortController and a DOMException per call on this hot path. */
+function relay(body: Readable, res: ServerResponse): void {
+  // Failed before we got to it (an after-forward plugin held it): nothing valid can follow the headers.
+  if (body.destroyed) return void res.destroy()
+  // Destroying `res` (not ending it) is what makes the caller see an aborted response.
+  body.once('error', () => res.destroy())
+  res.once('close', () => res.writableFinished || body.destroy())
+  body.pipe(res)
 }

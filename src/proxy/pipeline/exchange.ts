@@ -35,7 +35,12 @@ export interface Exchange {
   readonly outgoing: OutgoingParts
   /** The destination's answer, set before `afterForward`; its body is still unread. */
   response: ForwardResponse | undefined
-  /** Aborted when the caller goes away; plugins doing I/O should pass it on. */
+  /** The caller's side: `caller.signal` is aborted when the caller goes away; plugins doing I/O pass it on. */
+  readonly caller: Caller
+}
+
+/** `signal` is made on first use: an AbortSignal with a listener costs the hot path dearly. */
+export interface Caller {
   readonly signal: AbortSignal
 }
 

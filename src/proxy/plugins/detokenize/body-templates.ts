@@ -18,10 +18,9 @@ const UTF8_CHARSETS = new Set(['utf-8', 'utf8', 'us-ascii'])
  * when there is nothing to substitute, so the body goes out untouched, without a copy.
  */
 export function planBody(body: ForwardBody, contentType: string | undefined, budget: TokenBudget): ((lookup: TokenLookup) => Buffer) | null {
-  // A stream (set by an earlier plugin) cannot be inspected without buffering it: left alone.
-  if (body === null || (typeof body !== 'string' && !(body instanceof Uint8Array))) return null
+  if (!mayHoldExpressions(body)) return null
   const kind = bodyKind(contentType)
-  if (kind === 'opaque' || !containsOpen(body)) return null
+  if (kind === 'opaque') return null
   const text = decode(body, contentType)
   const render = kind === 'json' ? planJson(text, budget) : planText(text, budget, kind === 'form' ? encodeURIComponent : undefined)
   return render && ((lookup) => Buffer.from(render(lookup), 'utf8'))
@@ -37,7 +36,10 @@ export function bodyKind(contentType: string | undefined): BodyKind {
   return 'opaque'
 }
 
-function containsOpen(body: string | Uint8Array): boolean {
+/** A cheap pre-check: false means no expression can be in the body, whatever its type. */
+export function mayHoldExpressions(body: ForwardBody): body is string | Uint8Array {
+  // A stream (set by an earlier plugin) cannot be inspected without buffering it: left alone.
+  if (body === null || (typeof body !== 'string' && !(body instanceof Uint8Array))) return false
   if (typeof body === 'string') return body.includes('{{')
   return Buffer.from(body.buffer, body.byteOffset, body.byteLength).indexOf(OPEN) !== -1
 }

@@ -43,6 +43,12 @@ export function planHeaders(headers: readonly string[], budget: TokenBudget): ((
   }
 }
 
+/** A cheap pre-check over the values, names unread. */
+export function headersMayHoldExpressions(headers: readonly string[]): boolean {
+  for (let i = 1; i < headers.length; i += 2) if ((headers[i] as string).includes('{{')) return true
+  return false
+}
+
 /** Header errors name the header rather than a JSON pointer. */
 function located<T>(name: string, fn: () => T): T {
   try {

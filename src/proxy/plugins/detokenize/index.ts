@@ -3,8 +3,8 @@ import type { Principal } from '../../../auth/principal.js'
 import { AppError } from '../../../errors/index.js'
 import { ExpressionError, type TokenLookup } from '../../../expressions/index.js'
 import type { Exchange, ProxyPlugin } from '../../pipeline/index.js'
-import { planBody } from './body-templates.js'
-import { findHeader, planHeaders } from './header-templates.js'
+import { mayHoldExpressions, planBody } from './body-templates.js'
+import { findHeader, headersMayHoldExpressions, planHeaders } from './header-templates.js'
 import { TokenBudget } from './token-budget.js'
 
 /** The vault's side of detokenization: one query for every id, permission checked on each. */
@@ -46,6 +46,8 @@ export function detokenizePlugin(vault: TokenResolver): ProxyPlugin<DetokenizeCo
 
 async function detokenize(exchange: Exchange, vault: TokenResolver, maxTokens: number): Promise<void> {
   const { outgoing } = exchange
+  // The common case, no expression anywhere, allocates nothing and parses nothing.
+  if (!mayHoldExpressions(outgoing.body) && !headersMayHoldExpressions(outgoing.headers)) return
   const budget = new TokenBudget(maxTokens)
   // Everything is parsed and counted before the vault is asked, so a bad request costs no query.
   const body = planBody(outgoing.body, findHeader(outgoing.headers, 'content-type'), budget)

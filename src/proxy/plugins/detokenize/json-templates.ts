@@ -22,7 +22,8 @@ interface Site {
   start: number
   end: number
   template: Template
-  pointer: string
+  /** Array indexes and raw key literals from the root: decoded into a pointer only for an error. */
+  path: readonly (number | string)[]
 }
 
 /**
@@ -44,7 +45,7 @@ export function planJson(text: string, budget: TokenBudget): ((lookup: TokenLook
       try {
         value = renderTemplate(site.template, lookup, 'value')
       } catch (err) {
-        throw err instanceof ExpressionError ? err.at(site.pointer) : err
+        throw err instanceof ExpressionError ? err.at(toPointer(site.path)) : err
       }
       out += text.slice(last, site.start) + JSON.stringify(value)
       last = site.end
@@ -112,20 +113,20 @@ function closingQuote(text: string, open: number): number {
 function compileSite(text: string, start: number, end: number, stack: readonly Frame[], budget: TokenBudget): Site {
   const literal = text.slice(start, end)
   const value = literal.includes('\\') ? (JSON.parse(literal) as string) : literal.slice(1, -1)
-  const pointer = toPointer(stack)
+  const path = stack.map((frame) => (frame.array ? frame.index : frame.rawKey))
   try {
     const template = parseTemplate(value)
     budget.take(template)
-    return { start, end, template, pointer }
+    return { start, end, template, path }
   } catch (err) {
-    throw err instanceof ExpressionError ? err.at(pointer) : err
+    throw err instanceof ExpressionError ? err.at(toPointer(path)) : err
   }
 }
 
-function toPointer(stack: readonly Frame[]): string {
+function toPointer(path: readonly (number | string)[]): string {
   let out = ''
-  for (const frame of stack) {
-    const key = frame.array ? String(frame.index) : (JSON.parse(frame.rawKey) as string)
+  for (const step of path) {
+    const key = typeof step === 'number' ? String(step) : (JSON.parse(step) as string)
     out += '/' + key.replaceAll('~', '~0').replaceAll('/', '~1')
   }
   return out
