@@ -14,9 +14,11 @@ import type { OpenDatabaseOptions } from './store/database.js'
 import { tenantsService, type TenantsService } from './tenants/service.js'
 import { sessionLookup, sessionsService, type SessionsService } from './vault/sessions.js'
 import { tokenService, type TokenService } from './vault/token-service.js'
+import { createTokenCache } from './vault/token-cache.js'
 import { presentToken } from './http/presenters/tokens.js'
 import { reactorBridges } from './reactors/bridges.js'
-import { reactorsService, type ReactorsService } from './reactors/service.js'
+import { createReactorCache } from './reactors/reactor-cache.js'
+import { reactorActor, reactorsService, type ReactorsService } from './reactors/service.js'
 import { ReactorSupervisor } from './reactors/supervisor.js'
 import { openVaultKeys, type VaultKeys } from './vault/vault-keys.js'
 import { createTenantSettingsCache, invalidatingSettings, type TenantSettingsCache } from './tenants/settings-cache.js'
@@ -54,7 +56,9 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
   await tenants.bootstrap(config.bootstrapApiKey, logger)
 
   const keys = await openVaultKeys(store, secrets.masterKey, logger)
-  const tokens = tokenService(store, keys)
+  const tokenCache = createTokenCache(store.db)
+  await tokenCache.start()
+  const tokens = tokenService(store, keys, tokenCache)
   const sessions = sessionsService({ store, hasher, authenticator })
 
   const forwarder = createForwarder(config.proxy)
@@ -65,7 +69,10 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
     logger,
     bridges: reactorBridges({ store, keys, tokens, forwarder, config, present: presentToken }),
   })
-  const reactors = reactorsService({ store, keys, tokens, supervisor, config, present: presentToken })
+  const reactorCache = createReactorCache({ db: store.db, loadReactor: (tenantId, id) => store.reactors.findById(tenantId, id), loadActor: (reactor) => reactorActor(store, reactor) })
+  await reactorCache.start()
+  authenticator.onInvalidate((keyHash) => reactorCache.dropActor(keyHash))
+  const reactors = reactorsService({ store, keys, tokens, supervisor, config, present: presentToken, cache: reactorCache })
 
   // Expired Applications, sessions and tokens already fail at once; the sweep only reclaims rows.
   const sweep = setInterval(() => {

@@ -17,8 +17,8 @@ export function generateApiKey(prefix = 'key_'): string {
 
 export interface KeyHasher {
   hash(key: string): string
-  /** Constant-time comparison of a presented key with a stored hash. */
-  matches(key: string, storedHash: string): boolean
+  /** Constant-time comparison of two key hashes. */
+  sameHash(a: string, b: string): boolean
 }
 
 /** Keys are stored only as HMAC-SHA-256 under a server secret, so a database dump reveals none. */
@@ -26,10 +26,10 @@ export function keyHasher(secret: string): KeyHasher {
   const hash = (key: string) => createHmac('sha256', secret).update(key).digest('hex')
   return {
     hash,
-    matches(key, storedHash) {
-      const a = Buffer.from(hash(key), 'hex')
-      const b = Buffer.from(storedHash, 'hex')
-      return a.length === b.length && timingSafeEqual(a, b)
+    sameHash(a, b) {
+      const x = Buffer.from(a, 'hex')
+      const y = Buffer.from(b, 'hex')
+      return x.length === y.length && timingSafeEqual(x, y)
     },
   }
 }

@@ -12,6 +12,8 @@ export interface Authenticator {
   authenticate(key: string | undefined): Promise<Principal>
   /** Drops a key from every process's cache (regenerate, delete, expiry). */
   invalidateKey(keyHash: string): Promise<void>
+  /** Also told of every invalidated key, from this process and the others (caches keyed by principal). */
+  onInvalidate(listener: (keyHash: string) => void): void
   start(): Promise<void>
 }
 
@@ -26,10 +28,12 @@ export function createAuthenticator(deps: { db: Database; hasher: KeyHasher; loo
   let caching = true
   // Bumped on every invalidation: a lookup that raced with one must not cache what it read.
   let generation = 0
+  const listeners: ((keyHash: string) => void)[] = []
 
   const drop = (keyHash: string) => {
     generation++
     cache.delete(keyHash)
+    for (const listener of listeners) listener(keyHash)
   }
 
   async function lookup(keyHash: string): Promise<Principal | undefined> {
@@ -60,7 +64,7 @@ export function createAuthenticator(deps: { db: Database; hasher: KeyHasher; loo
       if (!looksLikeKey(key)) throw new AppError('unauthenticated', { detail: 'The API key is not valid.' })
       const keyHash = deps.hasher.hash(key)
       const principal = await lookup(keyHash)
-      if (!principal || !deps.hasher.matches(key, principal.keyHash)) {
+      if (!principal || !deps.hasher.sameHash(keyHash, principal.keyHash)) {
         throw new AppError('unauthenticated', { detail: 'The API key is not valid.' })
       }
       if (principal.expiresAt && principal.expiresAt.getTime() <= Date.now()) {
@@ -71,6 +75,9 @@ export function createAuthenticator(deps: { db: Database; hasher: KeyHasher; loo
     async invalidateKey(keyHash) {
       drop(keyHash)
       await deps.db.notify(CHANNEL, keyHash)
+    },
+    onInvalidate(listener) {
+      listeners.push(listener)
     },
     async start() {
       await deps.db.listen(CHANNEL, drop)

@@ -2,6 +2,7 @@ import type { Knex } from 'knex'
 import { openDatabase, type Database, type OpenDatabaseOptions } from './database.js'
 import { applicationsRepository } from './repositories/applications.js'
 import { metaRepository } from './repositories/meta.js'
+import { proxiesRepository } from './repositories/proxies.js'
 import { reactorsRepository } from './repositories/reactors.js'
 import { sessionsRepository } from './repositories/sessions.js'
 import { tokensRepository } from './repositories/tokens.js'
@@ -16,6 +17,7 @@ export interface Store {
   tokens: ReturnType<typeof tokensRepository>
   sessions: ReturnType<typeof sessionsRepository>
   reactors: ReturnType<typeof reactorsRepository>
+  proxies: ReturnType<typeof proxiesRepository>
   /** Runs `fn` in one transaction; repositories accept the transaction as their last argument. */
   transaction<T>(fn: (trx: Knex.Transaction) => Promise<T>): Promise<T>
 }
@@ -30,6 +32,7 @@ export async function openStore(config: Config, options: OpenDatabaseOptions = {
     tokens: tokensRepository(db.knex),
     sessions: sessionsRepository(db.knex),
     reactors: reactorsRepository(db.knex),
+    proxies: proxiesRepository(db.knex),
     transaction: (fn) => db.knex.transaction(fn),
   }
 }
@@ -42,6 +45,7 @@ export type { AccessRuleRecord } from './repositories/types.js'
 export type { TokenRecord, TokenFilter, AccessScope } from './repositories/tokens.js'
 export type { SessionRecord } from './repositories/sessions.js'
 export type { ReactorRecord } from './repositories/reactors.js'
+export type { ProxyRecord, ProxyPatch } from './repositories/proxies.js'
 
 /** A Postgres (or PGlite) unique-constraint violation, for translating into a 409. */
 export function isUniqueViolation(err: unknown): boolean {

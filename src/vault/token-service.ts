@@ -2,7 +2,8 @@ import type { Principal } from '../auth/principal.js'
 import { AppError } from '../errors/index.js'
 import { isUniqueViolation, type Page, type Store, type TokenFilter, type TokenRecord } from '../store/index.js'
 import { accessScope, authorizeToken } from './access.js'
-import { decryptData } from './crypto/index.js'
+import { decryptData, openData, unwrapDataKey } from './crypto/index.js'
+import type { TokenCache, UsableToken } from './token-cache.js'
 import { parseSearchQuery } from './search-query.js'
 import { buildTokenRecord, mergePatch, type TokenFields, type VaultCrypto } from './token-builder.js'
 import { applyTransform, type Transform, type TokenTypeName } from './types/index.js'
@@ -22,7 +23,7 @@ export interface CreateTokenInput extends TokenFields {
 
 export type TokenPatch = Partial<Omit<TokenFields, 'type' | 'id' | 'metadata'>> & { metadata?: Record<string, string | null> | null }
 
-export function tokenService(store: Store, keys: VaultKeys) {
+export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
   const crypto = (): VaultCrypto => requireReady(keys)
 
   function view(record: TokenRecord, transform: Transform, data?: unknown): TokenView {
@@ -44,6 +45,26 @@ export function tokenService(store: Store, keys: VaultKeys) {
     const record = id.length <= 400 ? await store.tokens.findById(principal.tenantId, id) : undefined
     if (!record) throw new AppError('not_found', { detail: 'No token with this id.' })
     return record
+  }
+
+  async function loadUsable(tenantId: string, ids: ReadonlySet<string>): Promise<Map<string, UsableToken>> {
+    const found = new Map<string, UsableToken>()
+    const missing: string[] = []
+    for (const id of ids) {
+      const hit = cache.get(tenantId, id)
+      if (hit) found.set(id, hit)
+      else missing.push(id)
+    }
+    if (missing.length === 0) return found
+    const { keyring } = crypto()
+    const generation = cache.generation()
+    for (const row of await store.tokens.findManyForUse(tenantId, missing)) {
+      const dataKey = unwrapDataKey({ keyId: row.key_id, encryptedKey: row.encrypted_key }, { tenantId, tokenId: row.id }, keyring)
+      const token: UsableToken = { record: row, dataKey }
+      cache.put(token, generation)
+      found.set(row.id, token)
+    }
+    return found
   }
 
   async function listPage(principal: Principal, permission: string, filter: TokenFilter, page: number, size: number): Promise<Page<TokenView>> {
@@ -97,6 +118,7 @@ export function tokenService(store: Store, keys: VaultKeys) {
       // Moving a token needs the permission where it lands as well as where it was.
       const transform = authorizeToken(principal, 'token:update', next)
       const updated = await store.tokens.update(principal.tenantId, id, next)
+      await cache.invalidate(principal.tenantId, id)
       if (!updated) throw new AppError('not_found', { detail: 'No token with this id.' })
       return view(next, transform, data)
     },
@@ -104,7 +126,9 @@ export function tokenService(store: Store, keys: VaultKeys) {
     async deleteToken(principal: Principal, id: string): Promise<void> {
       const record = await find(principal, id)
       authorizeToken(principal, 'token:delete', record)
-      if (!(await store.tokens.delete(principal.tenantId, id))) throw new AppError('not_found', { detail: 'No token with this id.' })
+      const deleted = await store.tokens.delete(principal.tenantId, id)
+      await cache.invalidate(principal.tenantId, id)
+      if (!deleted) throw new AppError('not_found', { detail: 'No token with this id.' })
     },
 
     listTokens: (principal: Principal, filter: TokenFilter, page: number, size: number) => listPage(principal, 'token:read', filter, page, size),
@@ -127,19 +151,20 @@ export function tokenService(store: Store, keys: VaultKeys) {
     },
 
     /**
-     * Every token an expression set references, loaded with one query and checked for
-     * `permission`; the lookup returns each token's data shaped by its rule's transform.
+     * Every token an expression set references, checked for `permission`; the lookup returns
+     * each token's data shaped by its rule's transform. Tokens not in the cache are loaded
+     * with one query.
      */
     async resolve(principal: Principal, tokenIds: ReadonlySet<string>, permission: 'token:use' | 'token:read'): Promise<(id: string) => unknown> {
       if (tokenIds.size === 0) return unknownToken
-      crypto()
-      const rows = await store.tokens.findMany(principal.tenantId, [...tokenIds])
-      const byId = new Map(rows.map((r) => [r.id, r]))
+      const usable = await loadUsable(principal.tenantId, tokenIds)
       const values = new Map<string, unknown>()
       for (const id of tokenIds) {
-        const record = byId.get(id)
-        if (!record) throw new AppError('bad_request', { detail: `Unknown token ${JSON.stringify(id)}.` })
-        const shaped = view(record, authorizeToken(principal, permission, record)).data
+        const token = usable.get(id)
+        if (!token) throw new AppError('bad_request', { detail: `Unknown token ${JSON.stringify(id)}.` })
+        const transform = authorizeToken(principal, permission, token.record)
+        const data = transform === 'redact' ? undefined : openData(token.dataKey, token.record.ciphertext, { tenantId: token.record.tenant_id, tokenId: id })
+        const shaped = data === undefined ? undefined : applyTransform(transform, { data, mask: token.record.mask })
         values.set(id, shaped === undefined ? null : shaped)
       }
       return (id) => (values.has(id) ? values.get(id) : unknownToken(id))

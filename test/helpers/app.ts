@@ -66,7 +66,10 @@ export async function startTestApp(t: TapLike, env: Record<string, string> = {},
   }
   if (process.env.DATABASE_URL) base.DATABASE_URL = process.env.DATABASE_URL
   if (process.env.REDIS_URL) base.REDIS_URL = process.env.REDIS_URL
-  if (options.reuse) base.SVC_KEY_HASH_SECRET = options.reuse.config.keyHashSecret!
+  if (options.reuse) {
+    base.SVC_KEY_HASH_SECRET = options.reuse.config.keyHashSecret!
+    base.SVC_MASTER_KEY = options.reuse.config.masterKey!
+  }
   const ownDir = !options.reuse && options.persistent && !base.DATABASE_URL ? mkdtempSync(path.join(os.tmpdir(), 'tessera-test-')) : undefined
   const dataDir = options.reuse?.dataDir ?? ownDir
   if (dataDir) base.SVC_DATA_DIR = dataDir

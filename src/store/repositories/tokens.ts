@@ -95,6 +95,13 @@ export function tokensRepository(knex: Knex) {
       if (ids.length === 0) return []
       return live().where({ tenant_id: tenantId }).whereIn('id', ids as string[])
     },
+    /** Only the columns detokenization needs, for `ids` of one tenant, in one query. */
+    async findManyForUse(tenantId: string, ids: readonly string[]) {
+      return live()
+        .where({ tenant_id: tenantId })
+        .whereIn('id', ids as string[])
+        .select('tenant_id', 'id', 'type', 'containers', 'mask', 'key_id', 'encrypted_key', 'ciphertext', 'expires_at')
+    },
     async findByFingerprint(tenantId: string, type: string, fingerprint: string): Promise<TokenRecord | undefined> {
       return live().where({ tenant_id: tenantId, type, fingerprint }).orderBy('created_at').first()
     },

@@ -51,13 +51,21 @@ export function encryptData(data: unknown, binding: TokenBinding, keyring: Keyri
 }
 
 export function decryptData(stored: StoredData, binding: TokenBinding, keyring: Keyring): unknown {
-  const dataKey = unwrap(stored, dataKeyContext(binding), keyring)
+  const dataKey = unwrapDataKey(stored, binding, keyring)
   try {
-    const json = open(dataKey, stored.ciphertext, dataAad(binding)).toString('utf8')
-    return JSON.parse(json)
+    return openData(dataKey, stored.ciphertext, binding)
   } finally {
     dataKey.fill(0)
   }
+}
+
+/** The token's data key, for callers that keep it briefly (see the vault's token cache). */
+export function unwrapDataKey(stored: StoredKey, binding: TokenBinding, keyring: Keyring): Buffer {
+  return unwrap(stored, dataKeyContext(binding), keyring)
+}
+
+export function openData(dataKey: Uint8Array, ciphertext: Uint8Array, binding: TokenBinding): unknown {
+  return JSON.parse(open(dataKey, ciphertext, dataAad(binding)).toString('utf8'))
 }
 
 /** The same data key wrapped under the keyring's primary key; the ciphertext is untouched. */

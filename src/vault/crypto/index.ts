@@ -5,6 +5,8 @@ export {
   decryptData,
   encryptData,
   needsRewrap,
+  openData,
+  unwrapDataKey,
   rewrapDataKey,
   rewrapSecret,
   unwrapSecret,

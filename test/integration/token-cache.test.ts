@@ -1,0 +1,42 @@
+import t from 'tap'
+import { startTestApp } from '../helpers/app.js'
+import { appKey } from '../helpers/tokens.js'
+
+t.test('detokenization: one query for uncached tokens, none when cached, changes seen at once', async (t) => {
+  const app = await startTestApp(t)
+  const key = await appKey(app, {
+    type: 'private',
+    rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read', 'token:update', 'token:delete'] }],
+  })
+  const ids: string[] = []
+  for (let i = 0; i < 5; i++) ids.push((await app.request('POST', '/tokens', { key, body: { type: 'token', data: `v${i}` } })).body.id)
+  const body = Object.fromEntries(ids.map((id, i) => [`k${i}`, `{{ ${id} }}`]))
+  let queries = 0
+  const count = () => queries++
+  app.services.store.db.knex.on('query', count)
+  t.teardown(() => app.services.store.db.knex.off('query', count))
+
+  const detok = () => app.request('POST', '/detokenize', { key, body })
+  const before = queries
+  t.same((await detok()).body, { k0: 'v0', k1: 'v1', k2: 'v2', k3: 'v3', k4: 'v4' })
+  t.equal(queries - before, 1, 'five tokens, one query')
+  const cached = queries
+  t.same((await detok()).body.k0, 'v0')
+  t.equal(queries - cached, 0, 'served from the cache')
+
+  const patched = await app.request('PATCH', `/tokens/${ids[0]}`, { key, body: { data: 'changed' } })
+  t.equal(patched.status, 200)
+  t.equal((await detok()).body.k0, 'changed', 'an update is seen at once')
+  t.equal((await app.request('DELETE', `/tokens/${ids[1]}`, { key })).status, 204)
+  t.equal((await detok()).status, 400, 'a deleted token is unknown at once')
+})
+
+t.test('an expiring token leaves the cache when it expires', async (t) => {
+  const app = await startTestApp(t)
+  const key = await appKey(app, { type: 'private', permissions: ['token:create', 'token:read'] })
+  const until = new Date(Date.now() + 800).toISOString()
+  const tok = await app.request('POST', '/tokens', { key, body: { type: 'token', data: 'short', expires_at: until } })
+  t.equal((await app.request('POST', '/detokenize', { key, body: { x: `{{ ${tok.body.id} }}` } })).status, 200)
+  await new Promise((r) => setTimeout(r, Math.max(0, new Date(until).getTime() - Date.now() + 50)))
+  t.equal((await app.request('POST', '/detokenize', { key, body: { x: `{{ ${tok.body.id} }}` } })).status, 400)
+})
