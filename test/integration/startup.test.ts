@@ -1,4 +1,6 @@
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { mkdtempSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -37,4 +39,64 @@ t.test('embedded data survives a restart, and the bootstrap runs once', { skip: 
   t.teardown(() => second.close())
   t.equal((await second.authenticator.authenticate(key)).id, principal.id, 'same Application after restart')
   t.equal(await second.store.tenants.count(), 1, 'bootstrap did not run twice')
+})
+
+t.test('SIGTERM drains in-flight requests, then exits 0', async (t) => {
+  let arrived: () => void = () => undefined
+  const reached = new Promise<void>((r) => (arrived = r))
+  // A destination that answers only after the server was told to stop.
+  let answer: () => void = () => undefined
+  const dest = http.createServer((_req, res) => {
+    answer = () => res.end('slow answer')
+    arrived()
+  })
+  await new Promise<void>((r) => dest.listen(0, '127.0.0.1', r))
+  t.teardown(() => dest.close())
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tessera-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const key = generateApiKey()
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    PORT: '0',
+    SVC_DATA_DIR: dir,
+    SVC_BOOTSTRAP_API_KEY: key,
+    SVC_PROXY_ALLOW_HTTP: 'true',
+    SVC_PROXY_ALLOW_PRIVATE: 'true',
+  }
+  if (process.env.DATABASE_URL) env.DATABASE_URL = process.env.DATABASE_URL
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  t.teardown(() => child.kill('SIGKILL'))
+  let out = ''
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString()
+      const m = /"port":(\d+)/.exec(out)
+      if (m) resolve(Number(m[1]))
+    })
+    child.on('exit', () => reject(new Error(`exited early: ${out}`)))
+  })
+  const base = `http://127.0.0.1:${port}`
+  const privateKey = (
+    await (
+      await fetch(`${base}/applications`, {
+        method: 'POST',
+        headers: { 'SVC-API-KEY': key, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'p', type: 'private', permissions: ['token:use'] }),
+      })
+    ).json()
+  ).key as string
+  const inFlight = fetch(`${base}/proxy`, {
+    method: 'POST',
+    headers: { 'SVC-API-KEY': privateKey, 'SVC-PROXY-URL': `http://127.0.0.1:${(dest.address() as AddressInfo).port}` },
+    body: 'x',
+  })
+  await reached
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)))
+  child.kill('SIGTERM')
+  await new Promise<void>((r) => child.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('draining') && r()))
+  answer()
+  const res = await inFlight
+  t.equal(res.status, 200)
+  t.equal(await res.text(), 'slow answer', 'the in-flight request completed')
+  t.equal(await exited, 0, 'clean exit')
 })
