@@ -76,15 +76,12 @@ t.test('SIGTERM drains in-flight requests, then exits 0', async (t) => {
     child.on('exit', () => reject(new Error(`exited early: ${out}`)))
   })
   const base = `http://127.0.0.1:${port}`
-  const privateKey = (
-    await (
-      await fetch(`${base}/applications`, {
-        method: 'POST',
-        headers: { 'SVC-API-KEY': key, 'content-type': 'application/json' },
-        body: JSON.stringify({ name: 'p', type: 'private', permissions: ['token:use'] }),
-      })
-    ).json()
-  ).key as string
+  const created = await fetch(`${base}/applications`, {
+    method: 'POST',
+    headers: { 'SVC-API-KEY': key, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'p', type: 'private', permissions: ['token:use'] }),
+  })
+  const privateKey = ((await created.json()) as { key: string }).key
   const inFlight = fetch(`${base}/proxy`, {
     method: 'POST',
     headers: { 'SVC-API-KEY': privateKey, 'SVC-PROXY-URL': `http://127.0.0.1:${(dest.address() as AddressInfo).port}` },
