@@ -2,7 +2,7 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'data/**', 'bench/results/**', '.tap/**', 'reactors/**'] },
+  { ignores: ['dist/**', 'node_modules/**', 'data/**', 'bench/results/**', '.tap/**', 'reactors/**', 'tmp/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

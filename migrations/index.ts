@@ -2,6 +2,7 @@ import type { Knex } from 'knex'
 import * as foundation from './20261122000000_foundation.js'
 import * as vault from './20261122000100_vault.js'
 import * as reactors from './20261122000200_reactors.js'
+import * as proxies from './20261122000300_proxies.js'
 
 interface Migration {
   up(knex: Knex): Promise<void>
@@ -13,6 +14,7 @@ const migrations: Record<string, Migration> = {
   '20261122000000_foundation': foundation,
   '20261122000100_vault': vault,
   '20261122000200_reactors': reactors,
+  '20261122000300_proxies': proxies,
 }
 
 export const migrationSource: Knex.MigrationSource<string> = {

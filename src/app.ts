@@ -11,6 +11,7 @@ import { applicationsRoutes } from './http/routes/applications.js'
 import { bodyParsers } from './http/routes/body-parsers.js'
 import { healthRoutes } from './http/routes/health.js'
 import { permissionsRoutes } from './http/routes/permissions.js'
+import { proxiesRoutes } from './http/routes/proxies.js'
 import { reactorRoutes } from './http/routes/reactors.js'
 import { sessionRoutes } from './http/routes/sessions.js'
 import { tokenRoutes } from './http/routes/tokens.js'
@@ -45,6 +46,7 @@ export function buildApp(services: Services): Koa<AppState> {
   tokenRoutes(api, services, body)
   sessionRoutes(api, services.sessions, body)
   reactorRoutes(api, services.reactors, body, config.reactors.payloadMaxBytes)
+  proxiesRoutes(api, services.proxies, body)
 
   app.use(requestId())
   app.use(accessLog(logger))
@@ -52,7 +54,7 @@ export function buildApp(services: Services): Koa<AppState> {
   // Before authentication and body parsing, so a flood costs as little as possible.
   app.use(rateLimitMiddleware(services.limiter, config))
   // Claims /proxy before the routers, so none of them can answer it without `proxy_error`.
-  app.use(proxyRoute({ authenticator: services.authenticator, proxy: services.proxy, tenantSettings: services.tenantSettings, bodyLimitBytes: config.bodyLimitBytes }))
+  app.use(proxyRoute({ authenticator: services.authenticator, proxy: services.proxy, proxies: services.proxies, tenantSettings: services.tenantSettings, bodyLimitBytes: config.bodyLimitBytes }))
   for (const router of [open, api]) {
     app.use(router.routes())
     app.use(router.allowedMethods({ throw: true, methodNotAllowed: () => new AppError('method_not_allowed'), notImplemented: () => new AppError('method_not_allowed') }))

@@ -10,6 +10,7 @@ import { openStore, type Store } from './store/index.js'
 import { createEphemeralProxy } from './proxy/ephemeral-proxy.js'
 import { createForwarder } from './proxy/forward.js'
 import type { ProxyService } from './proxy/service.js'
+import { proxiesService, type ProxiesService } from './proxies/service.js'
 import type { OpenDatabaseOptions } from './store/database.js'
 import { tenantsService, type TenantsService } from './tenants/service.js'
 import { sessionLookup, sessionsService, type SessionsService } from './vault/sessions.js'
@@ -40,6 +41,7 @@ export interface Services {
   sessions: SessionsService
   supervisor: ReactorSupervisor
   reactors: ReactorsService
+  proxies: ProxiesService
   close(): Promise<void>
 }
 
@@ -73,6 +75,9 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
   await reactorCache.start()
   authenticator.onInvalidate((keyHash) => reactorCache.dropActor(keyHash))
   const reactors = reactorsService({ store, keys, tokens, supervisor, config, present: presentToken, cache: reactorCache })
+  const proxies = proxiesService({ store, hasher, supervisor, forwarder, tokens, config })
+  await proxies.start()
+  authenticator.onInvalidate((keyHash) => proxies.dropActor(keyHash))
 
   // Expired Applications, sessions and tokens already fail at once; the sweep only reclaims rows.
   const sweep = setInterval(() => {
@@ -99,6 +104,7 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
     sessions,
     supervisor,
     reactors,
+    proxies,
     async close() {
       if (closed) return
       closed = true

@@ -32,12 +32,14 @@ export interface SpawnOptions {
   core?: number
   env?: NodeJS.ProcessEnv
   cwd?: string
+  /** Open stdin as a pipe (default: ignored). */
+  stdin?: boolean
 }
 
 /** Spawns `node <args>` (under `taskset -c <core>` when possible: taskset execs, so the pid is node's). */
 export function spawnNode(args: string[], options: SpawnOptions = {}): ChildProcess {
   const cmd = options.core !== undefined && canPin() ? ['taskset', '-c', String(options.core), process.execPath] : [process.execPath]
-  const child = spawn(cmd[0]!, [...cmd.slice(1), ...args], { env: options.env ?? process.env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(cmd[0]!, [...cmd.slice(1), ...args], { env: options.env ?? process.env, cwd: options.cwd, stdio: [options.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] })
   children.add(child)
   child.once('exit', () => children.delete(child))
   return child

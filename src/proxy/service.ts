@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream'
 import type { Principal } from '../auth/principal.js'
+import { AppError } from '../errors/index.js'
 import type { DestinationPolicy } from './destination-policy.js'
 import { buildDestination, type Destination } from './destination-url.js'
 import type { ForwardBody, Forwarder } from './forward.js'
@@ -10,6 +11,8 @@ export type { Caller }
 
 export interface ProxyCall {
   principal: Principal
+  /** Who transforms act as (a pre-configured proxy's Application). */
+  actor?: Principal | undefined
   method: string
   destination: Destination
   /** Raw path after `/proxy` and raw query, as received. */
@@ -59,6 +62,7 @@ export function createProxyService(deps: { forwarder: Forwarder; pipeline: Pipel
     async call(call) {
       const exchange: Exchange = {
         principal: call.principal,
+        actor: call.actor,
         destination: call.destination,
         incoming: { method: call.method, path: call.path, query: call.query, headers: call.headers, body: call.body },
         outgoing: { headers: call.headers, body: call.body },
@@ -78,17 +82,38 @@ export function createProxyService(deps: { forwarder: Forwarder; pipeline: Pipel
       try {
         late = await pipeline.run('afterForward', exchange)
       } catch (err) {
-        response.body.destroy()
-        throw err
+        discardBody(response.body)
+        throw answeredFailure(err, response.status)
       }
       if (late === undefined) return { status: response.status, headers: response.headers, body: response.body, destinationStatus: response.status }
-      if (late.body !== response.body) response.body.destroy()
+      if (late.body !== response.body) discardBody(response.body)
       return { ...late, destinationStatus: response.status }
     },
   }
 }
 
 const DESTINATION_CACHE_SIZE = 1024
+const noop = (): void => {}
+
+/**
+ * Drops a destination body nobody will read. An unread undici body destroyed by us emits
+ * RequestAbortedError, and an 'error' nobody listens for takes the whole process down.
+ */
+export function discardBody(body: Readable): void {
+  body.on('error', noop)
+  body.destroy()
+}
+
+/**
+ * An after-forward failure (a response transform that throws, say) still happens after the
+ * destination answered, and the call may have had effects there (a charge): the caller keeps
+ * SVC-PROXY-DESTINATION-STATUS so it can tell this from a request that never left.
+ */
+function answeredFailure(err: unknown, status: number): unknown {
+  if (!(err instanceof AppError)) return err
+  const headers = { ...err.headers, 'SVC-PROXY-DESTINATION-STATUS': String(status) }
+  return new AppError(err.code, { detail: err.detail, errors: err.errors, headers, cause: err })
+}
 
 // An empty body goes out as none, so GET and DELETE carry no Content-Length: 0.
 function orNull(body: ForwardBody): ForwardBody {

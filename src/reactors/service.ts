@@ -8,6 +8,7 @@ import type { TokenService, TokenView } from '../vault/token-service.js'
 import { detokenizeValue, tokenizeValue } from '../vault/tokenize.js'
 import type { VaultKeys } from '../vault/vault-keys.js'
 import type { InvocationContext } from './bridges.js'
+import type { ReactorCache } from './reactor-cache.js'
 import type { ReactorOutcome, ReactorSupervisor } from './supervisor.js'
 
 export interface ReactorInput {
@@ -31,8 +32,10 @@ export function reactorsService(deps: {
   supervisor: ReactorSupervisor
   config: Config
   present: (view: TokenView) => unknown
+  /** Reactors and the Applications they act as, for `react`; management routes read the store. */
+  cache: ReactorCache
 }) {
-  const { store, supervisor } = deps
+  const { store, supervisor, cache } = deps
 
   async function find(tenantId: string, id: string): Promise<ReactorRecord> {
     const reactor = UUID.test(id) ? await store.reactors.findById(tenantId, id) : undefined
@@ -50,13 +53,6 @@ export function reactorsService(deps: {
       if (!app) throw ValidationError.field('application.id', 'no Application with this id')
     }
     await supervisor.compile(input.code)
-  }
-
-  /** Runs as the Reactor's Application: tokenize/detokenize bridges and `{tokenize}` results. */
-  async function actorOf(reactor: ReactorRecord): Promise<Principal | undefined> {
-    if (!reactor.application_id) return undefined
-    const app = await store.applications.findById(reactor.tenant_id, reactor.application_id)
-    return app ? applicationPrincipal(app) : undefined
   }
 
   async function shape(outcome: ReactorOutcome, actor: Principal | undefined): Promise<ReactResult> {
@@ -110,20 +106,23 @@ export function reactorsService(deps: {
         modified_by: caller.id,
         modified_at: new Date(),
       })
+      await cache.invalidate(id)
       if (!updated) throw new AppError('not_found', { detail: 'No Reactor with this id.' })
       return updated
     },
 
     async deleteReactor(caller: Principal, id: string): Promise<void> {
       if (!UUID.test(id) || !(await store.reactors.delete(caller.tenantId, id))) throw new AppError('not_found', { detail: 'No Reactor with this id.' })
+      await cache.invalidate(id)
       supervisor.retire(id)
     },
 
     /** `args` expressions are detokenized under the caller's rules before the code sees them. */
     async react(caller: Principal, id: string, args: unknown): Promise<ReactResult> {
-      const reactor = await find(caller.tenantId, id)
+      const cached = UUID.test(id) ? await cache.get(caller.tenantId, id) : undefined
+      if (!cached) throw new AppError('not_found', { detail: 'No Reactor with this id.' })
+      const { reactor, actor } = cached
       const detokenized = await detokenizeValue(deps.tokens, caller, args, deps.config.expressions.maxTokens, 'token:use')
-      const actor = await actorOf(reactor)
       const context: InvocationContext = { actor }
       const outcome = await supervisor.invoke({
         reactorId: reactor.id,
@@ -139,3 +138,10 @@ export function reactorsService(deps: {
 }
 
 export type ReactorsService = ReturnType<typeof reactorsService>
+
+/** Runs as the Reactor's Application: tokenize/detokenize bridges and `{tokenize}` results. */
+export async function reactorActor(store: Store, reactor: ReactorRecord): Promise<Principal | undefined> {
+  if (!reactor.application_id) return undefined
+  const app = await store.applications.findById(reactor.tenant_id, reactor.application_id)
+  return app ? applicationPrincipal(app) : undefined
+}

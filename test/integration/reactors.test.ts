@@ -116,6 +116,57 @@ t.test('Reactors API', async (t) => {
   })
 })
 
+t.test('cached Reactors: an update, a delete or an Application change takes effect at once', async (t) => {
+  const app = await startTestApp(t)
+  const caller = await appKey(app, { type: 'private', permissions: ['token:use'] })
+  const react = (id: string) => app.request('POST', `/reactors/${id}/react`, { key: caller, body: { args: {} } })
+  const code = (v: string) => `module.exports = async (req) => ({ raw: ["${v}", req.configuration.C] })`
+
+  const r = await app.request('POST', '/reactors', { body: { name: 'v', code: code('v1'), configuration: { C: 'a' } } })
+  t.same((await react(r.body.id)).body, { raw: ['v1', 'a'] })
+  t.same((await react(r.body.id)).body, { raw: ['v1', 'a'] }, 'served from the cache')
+  t.equal((await app.request('PUT', `/reactors/${r.body.id}`, { body: { name: 'v', code: code('v2'), configuration: { C: 'a' } } })).status, 200)
+  t.same((await react(r.body.id)).body, { raw: ['v2', 'a'] }, 'the next call runs the new code')
+  t.equal((await app.request('PUT', `/reactors/${r.body.id}`, { body: { name: 'v', code: code('v2'), configuration: { C: 'b' } } })).status, 200)
+  t.same((await react(r.body.id)).body, { raw: ['v2', 'b'] }, 'a new configuration with the same code')
+  t.equal((await app.request('DELETE', `/reactors/${r.body.id}`)).status, 204)
+  t.equal((await react(r.body.id)).status, 404, 'a deleted Reactor is gone at once')
+
+  // The Application a Reactor acts as is cached with it: its changes count at once too.
+  const actor = await app.request('POST', '/applications', {
+    body: { name: 'actor', type: 'private', rules: [{ priority: 1, container: '/', transform: 'mask', permissions: ['token:create', 'token:use'] }] },
+  })
+  const tokenizer = await app.request('POST', '/reactors', {
+    body: { name: 't', code: 'module.exports = async () => ({ raw: "ok", tokenize: { n: "secret" } })', application: { id: actor.body.id } },
+  })
+  t.equal((await react(tokenizer.body.id)).status, 200)
+  t.equal((await react(tokenizer.body.id)).status, 200)
+  const narrowed = await app.request('PUT', `/applications/${actor.body.id}`, {
+    body: { name: 'actor', rules: [{ priority: 1, container: '/', transform: 'mask', permissions: ['token:use'] }] },
+  })
+  t.equal(narrowed.status, 200)
+  t.equal((await react(tokenizer.body.id)).status, 403, 'the narrowed grants apply to the next call')
+  t.equal((await app.request('DELETE', `/applications/${actor.body.id}`)).status, 204)
+  const orphan = await react(tokenizer.body.id)
+  t.equal(orphan.status, 403)
+  t.match(orphan.body.detail, /no Application/, 'a deleted Application no longer acts')
+
+  if (!app.config.databaseUrl) return
+  // Another process on the same database hears about changes by NOTIFY.
+  const other = await startTestApp(t, {}, { reuse: app })
+  const otherReact = (id: string) => other.request('POST', `/reactors/${id}/react`, { key: caller, body: { args: {} } })
+  const shared = await app.request('POST', '/reactors', { body: { name: 's', code: code('s1'), configuration: { C: 'x' } } })
+  t.same((await otherReact(shared.body.id)).body, { raw: ['s1', 'x'] })
+  await app.request('PUT', `/reactors/${shared.body.id}`, { body: { name: 's', code: code('s2'), configuration: { C: 'x' } } })
+  const until = async (check: () => Promise<boolean>) => {
+    for (let i = 0; i < 100 && !(await check()); i++) await new Promise((r) => setTimeout(r, 20))
+    return check()
+  }
+  t.ok(await until(async () => (await otherReact(shared.body.id)).body?.raw?.[0] === 's2'), 'the other process runs the new code')
+  await app.request('DELETE', `/reactors/${shared.body.id}`)
+  t.ok(await until(async () => (await otherReact(shared.body.id)).status === 404), 'and forgets the deleted Reactor')
+})
+
 t.test('fetch refuses private destinations under the default policy', async (t) => {
   const app = await startTestApp(t, { SVC_PROXY_ALLOW_PRIVATE: 'false', SVC_PROXY_ALLOW_HTTP: 'false' })
   const caller = await appKey(app, { type: 'private', permissions: ['token:use'] })

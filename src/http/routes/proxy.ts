@@ -4,7 +4,8 @@ import type { Middleware } from 'koa'
 import type { Authenticator } from '../../auth/authenticator.js'
 import type { Principal } from '../../auth/principal.js'
 import { AppError, type Problem } from '../../errors/index.js'
-import type { Caller, ProxyResult, ProxyService } from '../../proxy/service.js'
+import type { ResolvedProxy } from '../../proxies/service.js'
+import { discardBody, type Caller, type ProxyResult, type ProxyService } from '../../proxy/service.js'
 import type { TenantSettingsCache } from '../../tenants/settings-cache.js'
 import type { AppContext, AppState } from '../context.js'
 import { authenticate, currentPrincipal, holds } from '../middleware/authenticate.js'
@@ -13,6 +14,8 @@ import { readRaw } from '../middleware/json-body.js'
 export interface ProxyRouteDeps {
   authenticator: Authenticator
   proxy: ProxyService
+  /** Pre-configured proxies by SVC-PROXY-KEY. */
+  proxies: { resolveKey(key: string): Promise<ResolvedProxy | undefined> }
   tenantSettings: TenantSettingsCache
   bodyLimitBytes: number
 }
@@ -34,6 +37,8 @@ export function proxyRoute(deps: ProxyRouteDeps): Middleware<AppState> {
     if (!path.startsWith(PREFIX) || (path.length > PREFIX.length && path[PREFIX.length] !== '/')) return next()
     ctx.state.wrapProblem = wrapProxyError
     if (!METHODS.has(ctx.method)) throw new AppError('method_not_allowed', { headers: { Allow: [...METHODS].join(', ') } })
+    const proxyKey = ctx.get('svc-proxy-key')
+    if (proxyKey !== '') return handlePreconfigured(ctx as AppContext, deps, proxyKey)
     return auth(ctx, () => handleProxy(ctx as AppContext, deps))
   }
 }
@@ -41,7 +46,6 @@ export function proxyRoute(deps: ProxyRouteDeps): Middleware<AppState> {
 async function handleProxy(ctx: AppContext, deps: ProxyRouteDeps): Promise<void> {
   const principal = currentPrincipal(ctx.state)
   authorize(principal)
-  // SVC-PROXY-KEY (pre-configured proxies, issue 6) is not served yet, so it grants nothing here.
   if (!(await deps.tenantSettings.get(principal.tenantId)).ephemeral_proxy_enabled) {
     throw new AppError('forbidden', { detail: 'The ephemeral proxy is disabled for this tenant.' })
   }
@@ -51,6 +55,55 @@ async function handleProxy(ctx: AppContext, deps: ProxyRouteDeps): Promise<void>
   const body = await readBody(ctx.req, deps.bodyLimitBytes)
   const result = await deps.proxy.call({ principal, method: ctx.method, destination, path, query, headers: ctx.req.rawHeaders, body, caller: new CallerLink(ctx) })
   sendResult(ctx, result)
+}
+
+/**
+ * A pre-configured proxy: its destination (SVC-PROXY-URL is ignored), its plugin list, and the
+ * tenant's `ephemeral_proxy_enabled` does not apply. Resolving the key costs no database round
+ * trip once the proxy is cached.
+ */
+async function handlePreconfigured(ctx: AppContext, deps: ProxyRouteDeps, proxyKey: string): Promise<void> {
+  const found = await deps.proxies.resolveKey(proxyKey)
+  if (found === undefined) throw await unknownProxyKey(ctx, deps)
+  const principal = await proxyPrincipal(ctx, deps, found)
+  ctx.state.principal = principal
+  const { proxy, actor, service } = found
+  const path = ctx.path.slice(PREFIX.length)
+  const query = ctx.querystring
+  const destination = service.destination(proxy.destination_url, path, query)
+  const body = await readBody(ctx.req, deps.bodyLimitBytes)
+  const result = await service.call({ principal, actor, method: ctx.method, destination, path, query, headers: ctx.req.rawHeaders, body, caller: new CallerLink(ctx) })
+  sendResult(ctx, result)
+}
+
+const NO_SUCH_PROXY = 'The SVC-PROXY-KEY does not name a proxy of this tenant.'
+
+/**
+ * A key that names no proxy is 401 on its own, and 403 beside a valid SVC-API-KEY: that caller
+ * is authenticated, and its tenant has no such proxy (another tenant's proxy answers the same,
+ * so its existence does not show).
+ */
+async function unknownProxyKey(ctx: AppContext, deps: ProxyRouteDeps): Promise<AppError> {
+  const apiKey = ctx.get('svc-api-key') || undefined
+  if (apiKey === undefined) return new AppError('unauthenticated', { detail: 'The SVC-PROXY-KEY is not valid.' })
+  await deps.authenticator.authenticate(apiKey)
+  return new AppError('forbidden', { detail: NO_SUCH_PROXY })
+}
+
+/**
+ * Who detokenizes: with `require_auth`, the caller (SVC-API-KEY of a private Application with
+ * token:use, in the proxy's tenant); without, the proxy's own Application.
+ */
+async function proxyPrincipal(ctx: AppContext, deps: ProxyRouteDeps, found: ResolvedProxy): Promise<Principal> {
+  const apiKey = ctx.get('svc-api-key') || undefined
+  if (!found.proxy.require_auth) {
+    if (found.actor === undefined) throw new AppError('forbidden', { detail: 'The proxy has no Application to act as.' })
+    return found.actor
+  }
+  const principal = await deps.authenticator.authenticate(apiKey)
+  if (principal.tenantId !== found.proxy.tenant_id) throw new AppError('forbidden', { detail: NO_SUCH_PROXY })
+  authorize(principal)
+  return principal
 }
 
 /** Checked even when the request holds no tokens: the proxy is a token:use feature. */
@@ -98,14 +151,14 @@ function sendResult(ctx: AppContext, result: ProxyResult): void {
   const res = ctx.res
   if (!ctx.writable) {
     // The caller left while the destination answered: nobody to relay to.
-    if (result.body instanceof Readable) result.body.destroy()
+    if (result.body instanceof Readable) discardBody(result.body)
     ctx.respond = false
     return
   }
   try {
     for (const name in result.headers) res.setHeader(name, result.headers[name] as string | string[])
   } catch (cause) {
-    if (result.body instanceof Readable) result.body.destroy()
+    if (result.body instanceof Readable) discardBody(result.body)
     for (const name in result.headers) res.removeHeader(name)
     throw new AppError('destination_unreachable', { detail: 'The destination answered with a header that cannot be relayed.', cause })
   }

@@ -28,8 +28,10 @@ export interface OutgoingParts {
 
 /** One proxied call as it moves through the pipeline. */
 export interface Exchange {
-  /** Whose permissions detokenization (and any Reactor) acts with. */
+  /** Whose permissions detokenization acts with: the caller, or a pre-configured proxy's Application. */
   readonly principal: Principal
+  /** Who Reactor code run by the pipeline (transforms) acts as: a pre-configured proxy's Application. */
+  readonly actor?: Principal | undefined
   readonly destination: Destination
   readonly incoming: IncomingParts
   readonly outgoing: OutgoingParts

@@ -1,14 +1,14 @@
 /**
  * Entry of the Reactor runtime child process (forked by ReactorSupervisor with
  * --no-node-snapshot, which piscina's worker threads inherit). It owns the piscina pool and
- * relays bridge calls between the invocation ports and the API process. It never reads the
+ * relays bridge calls between the workers' bridge ports and the API process. It never reads the
  * environment or touches stores: all it knows arrives in `init`.
  */
 import { extname } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { MessageChannel, type MessagePort } from 'node:worker_threads'
+import type { MessagePort } from 'node:worker_threads'
 import { ReactorPool } from './pool.js'
-import type { ChildMessage, CompileReply, InvokeReply, ParentMessage, PortBridgeCall, RuntimeLimits, WireOutcome } from './protocol.js'
+import type { BridgePortMessage, ChildMessage, CompileReply, InvokeReply, ParentMessage, PortBridgeCall, PortBridgeResult, RuntimeLimits, WireOutcome } from './protocol.js'
 
 /**
  * A worker answers by its deadline on its own (it disposes the isolate). Still silent this long
@@ -17,7 +17,8 @@ import type { ChildMessage, CompileReply, InvokeReply, ParentMessage, PortBridge
 const WATCHDOG_SLACK_MS = 1000
 
 interface InFlight {
-  port: MessagePort
+  /** The bridge port of the worker running the call, once it made a bridge call. */
+  port: MessagePort | undefined
   watchdog: NodeJS.Timeout
   threadId: number | undefined
 }
@@ -42,15 +43,18 @@ class RuntimeChild {
           .retire(message.reactorId)
           .catch((err: unknown) => this.log('warn', 'reactor retire failed', err))
         return
-      case 'bridge-result':
-        this.inflight.get(message.id)?.port.postMessage({ callId: message.callId, ok: message.ok, json: message.json })
+      case 'bridge-result': {
+        // An invocation that has ended has nobody left to answer (its worker drops it too).
+        const answer: PortBridgeResult = { id: message.id, callId: message.callId, ok: message.ok, json: message.json }
+        this.inflight.get(message.id)?.port?.postMessage(answer)
         return
+      }
     }
   }
 
   private init(limits: RuntimeLimits): void {
     this.limits = limits
-    this.pool = new ReactorPool(limits, new URL(`./worker${extname(fileURLToPath(import.meta.url))}`, import.meta.url))
+    this.pool = new ReactorPool(limits, new URL(`./worker${extname(fileURLToPath(import.meta.url))}`, import.meta.url), (m) => this.onBridgePort(m))
     this.pool.warmUp(limits.workers).then(
       () => this.send({ type: 'ready' }),
       (err: unknown) => {
@@ -65,16 +69,14 @@ class RuntimeChild {
   private invoke(message: Extract<ParentMessage, { type: 'invoke' }>): void {
     const limits = this.requireLimits()
     const { id, reactorId } = message
-    const { port1, port2 } = new MessageChannel()
     const deadlineAt = Date.now() + limits.timeoutMs
     const entry: InFlight = {
-      port: port1,
+      port: undefined,
       threadId: undefined,
       watchdog: setTimeout(() => this.onWatchdog(id), limits.timeoutMs + WATCHDOG_SLACK_MS),
     }
     this.inflight.set(id, entry)
-    port1.on('message', (call: PortBridgeCall) => this.send({ type: 'bridge', id, callId: call.callId, op: call.op, json: call.json }))
-    const task = { op: 'invoke' as const, reactorId, version: message.version, code: message.code, input: message.input, deadlineAt, port: port2 }
+    const task = { op: 'invoke' as const, id, reactorId, version: message.version, code: message.code, input: message.input, deadlineAt }
     this.requirePool()
       .run<InvokeReply>(task, reactorId, (threadId) => (entry.threadId = threadId))
       .then(
@@ -104,8 +106,24 @@ class RuntimeChild {
     if (entry === undefined) return
     this.inflight.delete(id)
     clearTimeout(entry.watchdog)
-    entry.port.close()
     this.send({ type: 'invoked', id, start, outcome })
+  }
+
+  /** A worker thread started: its bridge calls arrive on this port, for as long as it lives. */
+  private onBridgePort({ threadId, port }: BridgePortMessage): void {
+    port.on('message', (call: PortBridgeCall) => {
+      const entry = this.inflight.get(call.id)
+      // Only the worker running the invocation may call for it, and only while it runs.
+      if (entry === undefined || entry.threadId !== threadId) {
+        const answer: PortBridgeResult = { id: call.id, callId: call.callId, ok: false, json: 'The invocation has ended.' }
+        port.postMessage(answer)
+        return
+      }
+      entry.port = port
+      this.send({ type: 'bridge', id: call.id, callId: call.callId, op: call.op, json: call.json })
+    })
+    // The port must not keep this process alive: the IPC channel does, as long as it should.
+    port.unref()
   }
 
   private compile(id: number, code: string): void {

@@ -1,9 +1,8 @@
 import type ivm from 'isolated-vm'
-import type { MessagePort } from 'node:worker_threads'
 import { decodeRun } from './decode-run.js'
 import { dispose, type IsolateSlot } from './isolate-cache.js'
 import type { WireOutcome } from './protocol.js'
-import { discardContext, prepareContext, type SandboxContext } from './sandbox-context.js'
+import { discardContext, type BridgeLink, type SandboxContext } from './sandbox-context.js'
 
 export interface RunLimits {
   timeoutMs: number
@@ -12,15 +11,23 @@ export interface RunLimits {
 }
 
 /**
- * Runs one call in a FRESH context of `slot.isolate` and settles by `deadlineAt` at the latest.
+ * Runs one call in a FRESH context of `slot.isolate` (from `takeContext`, see
+ * IsolateCache.takeContext) and settles by `deadlineAt` at the latest.
  * isolated-vm's own `timeout` only bounds synchronous execution, not time spent awaiting
  * promises, so the deadline is a host timer that disposes the whole isolate: that stops a
  * `while(true){}`, an await loop and a never-settling promise alike.
  */
-export async function runInvocation(slot: IsolateSlot, input: string, deadlineAt: number, port: MessagePort, limits: RunLimits): Promise<WireOutcome> {
+export async function runInvocation(
+  slot: IsolateSlot,
+  takeContext: () => Promise<SandboxContext>,
+  input: string,
+  deadlineAt: number,
+  link: BridgeLink,
+  limits: RunLimits,
+): Promise<WireOutcome> {
   const remaining = deadlineAt - Date.now()
   if (remaining <= 0) {
-    port.close()
+    link.close()
     return timeout(limits)
   }
   let timedOut = false
@@ -30,8 +37,8 @@ export async function runInvocation(slot: IsolateSlot, input: string, deadlineAt
   }, remaining)
   let sandbox: SandboxContext | undefined
   try {
-    sandbox = await takeContext(slot, limits)
-    sandbox.relay.connect(port)
+    sandbox = await takeContext()
+    sandbox.relay.connect(link)
     const result = await callRun(slot, sandbox, input, limits)
     return decodeRun(result, limits.payloadMaxBytes)
   } catch (err) {
@@ -39,16 +46,9 @@ export async function runInvocation(slot: IsolateSlot, input: string, deadlineAt
     return hostFailure(err, slot.isolate, limits)
   } finally {
     clearTimeout(timer)
-    port.close()
+    link.close()
     if (sandbox !== undefined) discardContext(sandbox, slot.isolate)
   }
-}
-
-/** The context the slot prepared while idle, or a new one. Either way no call has used it. */
-async function takeContext(slot: IsolateSlot, limits: RunLimits): Promise<SandboxContext> {
-  const spare = slot.spare
-  slot.spare = undefined
-  return (await spare) ?? prepareContext(slot.isolate, slot.prelude, slot.contained ? slot.module : undefined, limits.payloadMaxBytes)
 }
 
 async function callRun(slot: IsolateSlot, sandbox: SandboxContext, input: string, limits: RunLimits): Promise<unknown> {

@@ -1,6 +1,5 @@
 import { Piscina } from 'piscina'
-import type { TransferListItem } from 'node:worker_threads'
-import type { RuntimeLimits, WorkerTask } from './protocol.js'
+import { isBridgePortMessage, type BridgePortMessage, type RuntimeLimits, type WorkerTask } from './protocol.js'
 
 /**
  * Invocations one worker thread runs at once. Isolate code runs on isolated-vm's own threads
@@ -27,7 +26,8 @@ export class ReactorPool {
   private readonly pool: Piscina<WorkerTask, unknown>
   private readonly sticky = new Map<string, number>()
 
-  constructor(limits: RuntimeLimits, workerFile: URL) {
+  /** `onBridgePort` receives each worker thread's bridge channel as the thread starts. */
+  constructor(limits: RuntimeLimits, workerFile: URL, onBridgePort: (message: BridgePortMessage) => void) {
     this.pool = new Piscina<WorkerTask, unknown>({
       filename: workerFile.href,
       minThreads: limits.workers,
@@ -40,15 +40,19 @@ export class ReactorPool {
       workerData: limits,
       // Deadlines are enforced per invocation; a bounded queue would only add a second failure mode.
       maxQueue: Infinity,
+      // Nobody reads piscina's run/wait-time histograms; recording them costs every task.
+      recordTiming: false,
       loadBalancer: (task, workers) => this.pick(task as unknown as PiscinaTaskLike, workers),
+    })
+    this.pool.on('message', (message: unknown) => {
+      if (isBridgePortMessage(message)) onBridgePort(message)
     })
   }
 
   /** `onDispatch` learns which thread took the task, so a wedged one can be terminated. */
   run<R>(task: WorkerTask, affinity?: string, onDispatch?: (threadId: number) => void): Promise<R> {
     const routing: Routing = { affinity, onDispatch }
-    const transferList: TransferListItem[] = task.op === 'invoke' ? [task.port] : []
-    return this.pool.run({ ...task, [Piscina.queueOptionsSymbol]: routing }, { transferList }) as Promise<R>
+    return this.pool.run({ ...task, [Piscina.queueOptionsSymbol]: routing }) as Promise<R>
   }
 
   /**

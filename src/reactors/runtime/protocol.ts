@@ -1,7 +1,8 @@
 /**
  * The typed messages that cross the two boundaries of the Reactor runtime:
  *   API process (supervisor) <-> runtime child process, over Node IPC ('advanced' serialization);
- *   child main thread <-> piscina worker thread, as piscina tasks plus one MessagePort per invocation.
+ *   child main thread <-> piscina worker thread, as piscina tasks plus one MessagePort per worker
+ *   for bridge calls (the worker creates it and hands one end over when it starts).
  * This module must stay free of isolated-vm: the API process imports it.
  */
 import type { MessagePort } from 'node:worker_threads'
@@ -74,10 +75,10 @@ export interface InvokeTask {
   version: string
   code: string
   input: string
+  /** The invocation's id (as in the API process): bridge calls and their answers carry it. */
+  id: number
   /** Epoch ms; the child starts the clock on receipt, so queueing time counts. */
   deadlineAt: number
-  /** Bridge calls for this invocation only; closed when it ends. */
-  port: MessagePort
 }
 
 /** `ping` makes a worker load its module (and isolated-vm) before the first real call. */
@@ -92,15 +93,33 @@ export interface CompileReply {
   error: string | undefined
 }
 
-/** Worker -> child main over the invocation's port. */
+/**
+ * Worker -> child main over `parentPort` (piscina emits it as a pool 'message' event), once per
+ * worker thread at start-up: the child end of that worker's bridge channel. Setting up one
+ * channel per worker instead of one per invocation keeps channel creation, transfer and closing
+ * off every call.
+ */
+export interface BridgePortMessage {
+  type: 'tessera-bridge-port'
+  threadId: number
+  port: MessagePort
+}
+
+export const isBridgePortMessage = (value: unknown): value is BridgePortMessage =>
+  typeof value === 'object' && value !== null && (value as { type?: unknown }).type === 'tessera-bridge-port'
+
+/** Worker -> child main over the worker's bridge port. */
 export interface PortBridgeCall {
+  /** The invocation; the child checks that it runs on the worker that sent the call. */
+  id: number
   callId: number
   op: BridgeOp
   json: string
 }
 
-/** Child main -> worker over the invocation's port. */
+/** Child main -> worker over the worker's bridge port. */
 export interface PortBridgeResult {
+  id: number
   callId: number
   ok: boolean
   json: string

@@ -1,5 +1,4 @@
 import ivm from 'isolated-vm'
-import type { MessagePort } from 'node:worker_threads'
 import { isBridgeOp, type PortBridgeCall, type PortBridgeResult } from './protocol.js'
 import { BRIDGE_GLOBAL } from './sandbox-source.js'
 
@@ -55,10 +54,18 @@ export function release(ref: { release(): void } | undefined): void {
   }
 }
 
+/** One invocation's way to the child main thread: the worker's bridge port, scoped to its id (see worker.ts). */
+export interface BridgeLink {
+  post(call: Omit<PortBridgeCall, 'id'>): void
+  /** Answers to this invocation's calls go to `onAnswer` until `close()`. */
+  listen(onAnswer: (answer: PortBridgeResult) => void): void
+  close(): void
+}
+
 /** Forwards the Reactor's bridge calls to the child main thread and delivers the answers. */
 export class BridgeRelay {
   private deliver: FnRef | undefined
-  private port: MessagePort | undefined
+  private link: BridgeLink | undefined
   private calls = 0
 
   constructor(private readonly maxBytes: number) {}
@@ -67,17 +74,17 @@ export class BridgeRelay {
     this.deliver = deliver
   }
 
-  /** The invocation's own channel; bound only when the context is taken for a call. */
-  connect(port: MessagePort): void {
-    this.port = port
-    port.on('message', (m: PortBridgeResult) => this.answer(m.callId, m.ok, m.json))
+  /** The invocation's own link; bound only when the context is taken for a call. */
+  connect(link: BridgeLink): void {
+    this.link = link
+    link.listen((m) => this.answer(m.callId, m.ok, m.json))
   }
 
   close(): void {
     release(this.deliver)
     this.deliver = undefined
-    this.port?.close()
-    this.port = undefined
+    this.link?.close()
+    this.link = undefined
   }
 
   /** Arguments come straight from Reactor code: anything may arrive here. */
@@ -86,9 +93,8 @@ export class BridgeRelay {
     if (!isBridgeOp(op) || typeof json !== 'string') return this.answer(callId, false, 'Unknown service call.')
     if (++this.calls > MAX_BRIDGE_CALLS) return this.answer(callId, false, `A Reactor may make at most ${MAX_BRIDGE_CALLS} service calls per invocation.`)
     if (Buffer.byteLength(json) > this.maxBytes) return this.answer(callId, false, `The argument of ${op} is larger than the ${this.maxBytes}-byte limit.`)
-    if (this.port === undefined) return this.answer(callId, false, 'The invocation has ended.')
-    const call: PortBridgeCall = { callId, op, json }
-    this.port.postMessage(call)
+    if (this.link === undefined) return this.answer(callId, false, 'The invocation has ended.')
+    this.link.post({ callId, op, json })
   }
 
   private answer(callId: number, ok: boolean, json: string): void {

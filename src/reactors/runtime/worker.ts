@@ -2,12 +2,13 @@
  * Piscina worker entry: owns this thread's isolates. Tasks are async end to end (isolate work
  * runs on isolated-vm's own threads), so one worker serves many invocations at once.
  */
-import { workerData } from 'node:worker_threads'
+import { MessageChannel, parentPort, threadId, workerData } from 'node:worker_threads'
 import { checkSyntax } from './check-syntax.js'
 import { describeCompileError } from './compile-error.js'
 import { runInvocation } from './invocation.js'
 import { IsolateCache } from './isolate-cache.js'
-import type { CompileReply, InvokeReply, InvokeTask, RuntimeLimits, WorkerTask } from './protocol.js'
+import type { BridgePortMessage, CompileReply, InvokeReply, InvokeTask, PortBridgeResult, RuntimeLimits, WorkerTask } from './protocol.js'
+import type { BridgeLink } from './sandbox-context.js'
 
 const limits = workerData as RuntimeLimits
 
@@ -23,6 +24,25 @@ function onCatastrophe(message: string): void {
 // One cache per worker thread: the thread is the scope of these isolates, and piscina gives a
 // worker module no other place to keep state between tasks.
 const cache = new IsolateCache(limits, onCatastrophe)
+
+/**
+ * This thread's bridge channel to the child main thread, handed over once at start-up (piscina
+ * relays `parentPort` messages as pool 'message' events). Calls carry their invocation id;
+ * answers are routed back by it, and only while the invocation runs.
+ */
+const answers = new Map<number, (answer: PortBridgeResult) => void>()
+const bridge = new MessageChannel()
+bridge.port1.on('message', (answer: PortBridgeResult) => answers.get(answer.id)?.(answer))
+bridge.port1.unref()
+parentPort?.postMessage({ type: 'tessera-bridge-port', threadId, port: bridge.port2 } satisfies BridgePortMessage, [bridge.port2])
+
+function linkFor(id: number): BridgeLink {
+  return {
+    post: (call) => bridge.port1.postMessage({ id, ...call }),
+    listen: (onAnswer) => void answers.set(id, onAnswer),
+    close: () => void answers.delete(id),
+  }
+}
 
 export default async function handleTask(task: WorkerTask): Promise<InvokeReply | CompileReply | null> {
   switch (task.op) {
@@ -40,20 +60,19 @@ export default async function handleTask(task: WorkerTask): Promise<InvokeReply 
 
 async function invoke(task: InvokeTask): Promise<InvokeReply> {
   if (Date.now() >= task.deadlineAt) {
-    task.port.close()
     return { start: undefined, outcome: { kind: 'error', code: 'reactor_timeout', detail: `The Reactor did not finish within ${limits.timeoutMs} ms.` } }
   }
   let acquired
   try {
     acquired = await cache.acquire(task.reactorId, task.version, task.code)
   } catch (err) {
-    task.port.close()
     return { start: 'cold', outcome: { kind: 'error', code: 'reactor_error', detail: `The Reactor code does not compile: ${describeCompileError(err, task.code)}` } }
   }
+  const { slot, start } = acquired
   try {
-    const outcome = await runInvocation(acquired.slot, task.input, task.deadlineAt, task.port, limits)
-    return { start: acquired.start, outcome }
+    const outcome = await runInvocation(slot, () => cache.takeContext(slot), task.input, task.deadlineAt, linkFor(task.id), limits)
+    return { start, outcome }
   } finally {
-    cache.release(task.reactorId, acquired.slot)
+    cache.release(task.reactorId, slot)
   }
 }

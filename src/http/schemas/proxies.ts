@@ -1,0 +1,24 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { PageQuery, Uuid } from './common.js'
+
+const Configuration = Type.Record(Type.String({ minLength: 1, maxLength: 200 }), Type.String({ maxLength: 10_000 }), { maxProperties: 100 })
+
+/** `code` length is checked by the service against the configured limit (default 50,000). */
+const Transform = Type.Object({ code: Type.String({ minLength: 1 }) }, { additionalProperties: false })
+
+/** PUT replaces the whole proxy: a transform left out is removed. */
+export const ProxyBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    destination_url: Type.String({ minLength: 1, maxLength: 2048 }),
+    request_transform: Type.Optional(Transform),
+    response_transform: Type.Optional(Transform),
+    configuration: Type.Optional(Configuration),
+    application: Type.Optional(Type.Union([Type.Object({ id: Uuid }, { additionalProperties: false }), Type.Null()])),
+    require_auth: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+)
+export type ProxyBody = Static<typeof ProxyBody>
+
+export const ListProxiesQuery = Type.Object({ ...PageQuery }, { additionalProperties: false })

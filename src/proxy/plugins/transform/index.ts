@@ -1,0 +1,176 @@
+import type { Readable } from 'node:stream'
+import type { JSONSchemaType } from 'ajv'
+import type { Principal } from '../../../auth/principal.js'
+import { AppError } from '../../../errors/index.js'
+import type { InvocationContext } from '../../../reactors/bridges.js'
+import type { ReactorInvocation, ReactorOutcome } from '../../../reactors/supervisor.js'
+import type { ForwardBody } from '../../forward.js'
+import { toForwardError } from '../../forward-errors.js'
+import { prepareRequestHeaders, type ResponseHeaders } from '../../headers.js'
+import type { ProxyPlugin, Respond } from '../../pipeline/index.js'
+import { discardBody } from '../../service.js'
+import { findHeader } from '../detokenize/header-templates.js'
+import {
+  bodyArg,
+  encodeBody,
+  isRecord,
+  malformed,
+  requestHeaderArg,
+  responseHeaderArg,
+  returnedHeaders,
+  returnedStatus,
+  type Which,
+} from './shapes.js'
+
+/** The Reactor runtime as transforms use it (the ReactorSupervisor). */
+export interface TransformRunner {
+  invoke(req: ReactorInvocation): Promise<ReactorOutcome>
+}
+
+/** One transform of one pre-configured proxy; `reactorId` is stable per proxy and transform, `version` changes with the code. */
+export interface TransformConfig {
+  reactorId: string
+  version: string
+  code: string
+  configuration: Record<string, string>
+}
+
+export interface TransformLimits {
+  codeMaxChars: number
+  /** Largest destination body read for a response transform (the Reactor payload limit). */
+  payloadMaxBytes: number
+}
+
+function configSchema(codeMaxChars: number): JSONSchemaType<TransformConfig> {
+  return {
+    type: 'object',
+    properties: {
+      reactorId: { type: 'string', minLength: 1 },
+      version: { type: 'string', minLength: 1 },
+      code: { type: 'string', minLength: 1, maxLength: codeMaxChars },
+      configuration: { type: 'object', required: [], additionalProperties: { type: 'string' } },
+    },
+    required: ['reactorId', 'version', 'code', 'configuration'],
+    additionalProperties: false,
+  }
+}
+
+/**
+ * Reactor code run on the request before it is forwarded: `args = {body, headers, method, path,
+ * query}` -> `{body, headers}` (a field left out keeps its value). Priority 600, before
+ * detokenization (500): the code sees the caller's expressions, not the plaintext behind them,
+ * and expressions it writes are detokenized under the same rules as the caller's.
+ */
+export function requestTransformPlugin(runner: TransformRunner, limits: TransformLimits): ProxyPlugin<TransformConfig> {
+  return {
+    name: 'request-transform',
+    priority: 600,
+    configSchema: configSchema(limits.codeMaxChars),
+    async beforeForward(exchange, config) {
+      const { incoming, outgoing } = exchange
+      const forwarded = prepareRequestHeaders(outgoing.headers).list
+      const args = {
+        body: bodyArg(bufferOf(outgoing.body), findHeader(outgoing.headers, 'content-type')),
+        headers: requestHeaderArg(forwarded),
+        method: incoming.method,
+        path: incoming.path,
+        query: incoming.query,
+      }
+      const outcome = await run(runner, 'request', config, args, exchange.actor)
+      if (outcome.kind === 'response') return respondWith(outcome)
+      const value = outcome.value
+      if (!isRecord(value)) throw malformed('request', 'it must be an object {body, headers}.')
+      let headers = value.headers === undefined ? undefined : returnedHeaders('request', value.headers).flat()
+      if (value.body !== undefined) {
+        const { bytes, json } = encodeBody(value.body)
+        outgoing.body = bytes
+        const current = headers ?? outgoing.headers
+        if (json && findHeader(current, 'content-type') === undefined) headers = [...current, 'content-type', 'application/json']
+      }
+      if (headers !== undefined) outgoing.headers = headers
+    },
+  }
+}
+
+/**
+ * Reactor code run on a 2xx answer of the destination before the caller gets it: `args = {body,
+ * headers, status}` -> `{body, headers, status}` (a field left out keeps its value). The body is
+ * read whole, up to the Reactor payload limit; other answers stream through untouched.
+ */
+export function responseTransformPlugin(runner: TransformRunner, limits: TransformLimits): ProxyPlugin<TransformConfig> {
+  return {
+    name: 'response-transform',
+    priority: 600,
+    configSchema: configSchema(limits.codeMaxChars),
+    async afterForward(exchange, config) {
+      const response = exchange.response
+      if (response === undefined || response.status < 200 || response.status > 299) return
+      const raw = await readLimited(response.body, limits.payloadMaxBytes)
+      const contentType = response.headers['content-type']
+      const headerArg = responseHeaderArg(response.headers)
+      const args = { body: bodyArg(raw, Array.isArray(contentType) ? contentType[0] : contentType), headers: headerArg, status: response.status }
+      const outcome = await run(runner, 'response', config, args, exchange.actor)
+      if (outcome.kind === 'response') return respondWith(outcome)
+      const value = outcome.value
+      if (!isRecord(value)) throw malformed('response', 'it must be an object {body, headers, status}.')
+      const status = value.status === undefined ? response.status : returnedStatus(value.status)
+      const pairs = returnedHeaders('response', value.headers === undefined ? headerArg : value.headers)
+      const { bytes, json } = value.body === undefined ? { bytes: raw, json: false } : encodeBody(value.body)
+      return answer(status, pairs, bytes, json)
+    },
+  }
+}
+
+async function run(runner: TransformRunner, which: Which, config: TransformConfig, args: unknown, actor: Principal | undefined): Promise<ReactorOutcome> {
+  const context: InvocationContext = { actor }
+  try {
+    return await runner.invoke({ reactorId: config.reactorId, version: config.version, code: config.code, args, configuration: config.configuration, context })
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err
+    throw new AppError(err.code, { detail: `The ${which} transform failed: ${err.detail ?? err.title}`, errors: err.errors, cause: err })
+  }
+}
+
+/** A CustomHttpResponseError thrown by the transform: the caller gets exactly that answer. */
+function respondWith(outcome: Extract<ReactorOutcome, { kind: 'response' }>): Respond {
+  const { bytes, json } = encodeBody(outcome.body ?? null)
+  return answer(outcome.status, returnedHeaders('response', outcome.headers), bytes, json)
+}
+
+function answer(status: number, pairs: [string, string][], body: Buffer, json: boolean): Respond {
+  const headers: ResponseHeaders = {}
+  for (const [rawName, value] of pairs) {
+    const name = rawName.toLowerCase()
+    const current = headers[name]
+    headers[name] = current === undefined ? value : Array.isArray(current) ? [...current, value] : [current, value]
+  }
+  if (json && headers['content-type'] === undefined) headers['content-type'] = 'application/json'
+  headers['content-length'] = String(body.length)
+  return { status, headers, body }
+}
+
+/** The request body as the pipeline holds it; a transform runs first, so it is still the bytes received. */
+function bufferOf(body: ForwardBody): Buffer {
+  if (body === null) return Buffer.alloc(0)
+  if (typeof body === 'string') return Buffer.from(body, 'utf8')
+  if (body instanceof Uint8Array) return Buffer.from(body.buffer, body.byteOffset, body.byteLength)
+  throw new AppError('internal', { detail: 'A streamed body cannot be transformed.' })
+}
+
+async function readLimited(body: Readable, limit: number): Promise<Buffer> {
+  const chunks: Buffer[] = []
+  let size = 0
+  try {
+    for await (const chunk of body) {
+      size += (chunk as Buffer).length
+      if (size > limit) {
+        discardBody(body)
+        throw new AppError('payload_too_large', { detail: `The destination's answer is larger than the ${limit}-byte transform limit.` })
+      }
+      chunks.push(chunk as Buffer)
+    }
+  } catch (err) {
+    throw toForwardError(err)
+  }
+  return Buffer.concat(chunks)
+}

@@ -1,0 +1,95 @@
+import { AppError } from '../../../errors/index.js'
+import type { ResponseHeaders } from '../../headers.js'
+import { bodyKind } from '../detokenize/body-templates.js'
+
+/**
+ * What transform code sees and what it may hand back. Bodies go in as parsed JSON when the
+ * content type is JSON (and the body parses), otherwise as text, `null` when empty; a body
+ * handed back as anything but a string is serialized as JSON. Headers are a plain object of
+ * lower-case names. Everything coming back is checked here, as the Reactor runtime checks a
+ * CustomHttpResponseError: transform code is tenant code.
+ */
+
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+// eslint-disable-next-line no-control-regex -- rejecting control characters is the point
+const HEADER_VALUE = /^[^\x00-\x08\x0a-\x1f\x7f]*$/
+// Framing is recomputed for the new body; hop-by-hop headers belong to one connection.
+const NOT_RETURNED = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'trailer', 'te', 'proxy-connection'])
+
+export type Which = 'request' | 'response'
+
+export function malformed(which: Which, detail: string): AppError {
+  return new AppError('reactor_error', { detail: `The ${which} transform returned a malformed value: ${detail}` })
+}
+
+export function bodyArg(body: Buffer, contentType: string | undefined): unknown {
+  if (body.length === 0) return null
+  const text = body.toString('utf8')
+  if (bodyKind(contentType) !== 'json') return text
+  try {
+    return JSON.parse(text) as unknown
+  } catch {
+    return text
+  }
+}
+
+/** A body handed back: a string as is, null for none, anything else as JSON. */
+export function encodeBody(value: unknown): { bytes: Buffer; json: boolean } {
+  if (value === null) return { bytes: Buffer.alloc(0), json: false }
+  if (typeof value === 'string') return { bytes: Buffer.from(value, 'utf8'), json: false }
+  return { bytes: Buffer.from(JSON.stringify(value), 'utf8'), json: true }
+}
+
+/** Flat `[name, value, ...]` (already filtered for forwarding) -> `{name: value}`, repeats joined. */
+export function requestHeaderArg(list: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (let i = 0; i + 1 < list.length; i += 2) {
+    const name = (list[i] as string).toLowerCase()
+    const value = list[i + 1] as string
+    out[name] = out[name] === undefined ? value : `${out[name]}, ${value}`
+  }
+  return out
+}
+
+/** The destination's headers without framing; Set-Cookie stays a list, the one header that cannot be joined. */
+export function responseHeaderArg(headers: ResponseHeaders): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {}
+  for (const name in headers) {
+    const value = headers[name] as string | string[]
+    if (NOT_RETURNED.has(name)) continue
+    out[name] = Array.isArray(value) && name !== 'set-cookie' ? value.join(', ') : value
+  }
+  return out
+}
+
+/** `{name: string | number | string[]}` -> checked `[name, value][]`, framing and hop-by-hop dropped. */
+export function returnedHeaders(which: Which, value: unknown): [string, string][] {
+  if (!isRecord(value)) throw malformed(which, '`headers` must be an object.')
+  const out: [string, string][] = []
+  for (const [name, raw] of Object.entries(value)) {
+    if (!HEADER_NAME.test(name)) throw malformed(which, `"${name.slice(0, 100)}" is not a valid header name.`)
+    for (const item of Array.isArray(raw) ? (raw as unknown[]) : [raw]) {
+      if (typeof item !== 'string' && typeof item !== 'number') throw malformed(which, `header "${name}" must be a string.`)
+      const text = String(item)
+      if (!HEADER_VALUE.test(text)) throw malformed(which, `header "${name}" contains a control character.`)
+      if (!NOT_RETURNED.has(name.toLowerCase())) out.push([name, text])
+    }
+  }
+  return out
+}
+
+export function hasHeader(pairs: readonly [string, string][], lowerName: string): boolean {
+  return pairs.some(([name]) => name.toLowerCase() === lowerName)
+}
+
+/** A transform's status: an integer the caller can be answered with. */
+export function returnedStatus(value: unknown): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 200 || value > 599) {
+    throw malformed('response', '`status` must be an integer between 200 and 599.')
+  }
+  return value
+}
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}

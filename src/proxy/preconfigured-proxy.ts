@@ -1,0 +1,60 @@
+import type { Config } from '../config/index.js'
+import type { ProxyRecord } from '../store/index.js'
+import type { Forwarder } from './forward.js'
+import { createPipeline, registerPlugin, type Pipeline, type Registration } from './pipeline/index.js'
+import { destinationHeadersPlugin } from './plugins/destination-headers/index.js'
+import { detokenizePlugin, type TokenResolver } from './plugins/detokenize/index.js'
+import { requestTransformPlugin, responseTransformPlugin, type TransformRunner } from './plugins/transform/index.js'
+import { createProxyService, type ProxyService } from './service.js'
+
+/** What of a saved proxy shapes its pipeline. */
+export type ProxyPipelineSpec = Pick<ProxyRecord, 'id' | 'version' | 'request_transform_code' | 'response_transform_code' | 'configuration'>
+
+export interface PreconfiguredProxies {
+  /** Registers (and so validates) every plugin's config: called on save, and when a proxy is loaded. */
+  pipeline(proxy: ProxyPipelineSpec): Pipeline
+  /** The proxy's own service: its pipeline around the shared forwarder. */
+  service(proxy: ProxyPipelineSpec): ProxyService
+}
+
+/**
+ * `/proxy` with `SVC-PROXY-KEY`: the same runner as the ephemeral proxy, over a plugin list of
+ * the proxy's own. The plugins themselves are made once, here, at boot; each proxy only adds
+ * its configs (its transform code and configuration).
+ */
+export function createPreconfiguredProxies(deps: { forwarder: Forwarder; vault: TokenResolver; runner: TransformRunner; config: Config }): PreconfiguredProxies {
+  const { config } = deps
+  const limits = { codeMaxChars: config.reactors.codeMaxChars, payloadMaxBytes: config.reactors.payloadMaxBytes }
+  const detokenize = detokenizePlugin(deps.vault)
+  const destinationHeaders = destinationHeadersPlugin()
+  const requestTransform = requestTransformPlugin(deps.runner, limits)
+  const responseTransform = responseTransformPlugin(deps.runner, limits)
+
+  function pipeline(proxy: ProxyPipelineSpec): Pipeline {
+    const registrations: Registration[] = [
+      registerPlugin(detokenize, { maxTokens: config.expressions.maxTokens }),
+      registerPlugin(destinationHeaders, {}),
+    ]
+    const transform = (code: string, which: TransformKind) => ({
+      reactorId: transformReactorId(proxy.id, which),
+      version: proxy.version,
+      code,
+      configuration: proxy.configuration,
+    })
+    if (proxy.request_transform_code) registrations.push(registerPlugin(requestTransform, transform(proxy.request_transform_code, 'request')))
+    if (proxy.response_transform_code) registrations.push(registerPlugin(responseTransform, transform(proxy.response_transform_code, 'response')))
+    return createPipeline(registrations)
+  }
+
+  return {
+    pipeline,
+    service: (proxy) => createProxyService({ forwarder: deps.forwarder, pipeline: pipeline(proxy), policy: config.proxy }),
+  }
+}
+
+export type TransformKind = 'request' | 'response'
+
+/** The Reactor id a proxy's transform runs under: stable across saves (the version is what changes). */
+export function transformReactorId(proxyId: string, which: TransformKind): string {
+  return `${proxyId}:${which}`
+}
