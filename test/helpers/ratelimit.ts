@@ -4,7 +4,7 @@ import { Redis } from 'ioredis'
 import type { RateLimitLogger } from '../../src/ratelimit/index.js'
 
 /** Shared test Redis; the suite's Redis run sets REDIS_URL, a local run finds it on 6379. */
-export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
+export const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379'
 
 /** Why Redis tests are skipped, or false. With REDIS_URL set explicitly they never skip. */
 export async function skipWithoutRedis(): Promise<string | false> {
