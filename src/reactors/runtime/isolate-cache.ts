@@ -16,8 +16,11 @@ export interface IsolateSlot {
   lastUsedAt: number
   /** The next call's context, prepared while idle; undefined if preparing it failed. */
   spare: Promise<SandboxContext | undefined> | undefined
-  /** Set between a call's end and the start of the spare's preparation (see release). */
-  spareTimer: NodeJS.Timeout | undefined
+  /** Cancels the spare's scheduled preparation, between a call's end and its start (see release). */
+  cancelSpare: (() => void) | undefined
+  /** When the last call ended (performance.now()), and how long the slot was idle before the last call. */
+  releasedAt: number
+  idleGapMs: number
 }
 
 interface ReactorEntry {
@@ -44,6 +47,8 @@ const RECYCLE_HEAP_FRACTION = 0.5
 const IDLE_DISPOSE_MS = 5 * 60_000
 /** How long after a call a warm isolate starts preparing the next call's context (see release). */
 const SPARE_DELAY_MS = 1
+/** Calls that follow each other closer than this count as back to back (see release). */
+const BACK_TO_BACK_MS = 2
 const SWEEP_INTERVAL_MS = 60_000
 
 /**
@@ -76,6 +81,7 @@ export class IsolateCache {
     const idle = entry.slots.find((s) => !s.busy)
     if (idle !== undefined) {
       idle.busy = true
+      idle.idleGapMs = performance.now() - idle.releasedAt
       return { slot: idle, start: 'warm' }
     }
     const warm = entry.slots.length + entry.creating < this.limits.hotConcurrency
@@ -95,21 +101,29 @@ export class IsolateCache {
     slot.busy = false
     slot.lastUsedAt = Date.now()
     if (!slot.warm || slot.isolate.isDisposed) return this.drop(reactorId, slot)
-    // The next call's context is prepared while idle, so that a warm call only runs the Reactor;
-    // but not at once. The answer of the call that just ended still has to get out through this
-    // process and the API process, and creating a context (about 0.3 ms of CPU) on the same core
-    // would hold it up. A call that comes first creates its own (see takeContext).
-    slot.spareTimer = setTimeout(() => {
-      slot.spareTimer = undefined
-      if (!slot.busy && !slot.isolate.isDisposed) slot.spare = this.prepareSpare(reactorId, slot)
-    }, SPARE_DELAY_MS)
-    slot.spareTimer.unref()
+    slot.releasedAt = performance.now()
+    // The next call's context is prepared while idle, so that a warm call only runs the Reactor.
+    // When calls come back to back it is needed at once. Otherwise it waits a moment: the answer
+    // of the call that just ended still has to get out through this process and the API process,
+    // and creating a context (about 0.3 ms of CPU) on the same core would hold it up. A call
+    // that comes before the spare is ready creates its own context (see takeContext).
+    const start = () => {
+      slot.cancelSpare = undefined
+      if (!slot.busy && !slot.isolate.isDisposed && slot.spare === undefined) slot.spare = this.prepareSpare(reactorId, slot)
+    }
+    if (slot.idleGapMs < BACK_TO_BACK_MS) {
+      const immediate = setImmediate(start)
+      slot.cancelSpare = () => clearImmediate(immediate)
+    } else {
+      const timer = setTimeout(start, SPARE_DELAY_MS).unref()
+      slot.cancelSpare = () => clearTimeout(timer)
+    }
   }
 
   /** The context for the call that holds `slot`: the spare prepared while idle, or a new one. No call has used either. */
   async takeContext(slot: IsolateSlot): Promise<SandboxContext> {
-    clearTimeout(slot.spareTimer)
-    slot.spareTimer = undefined
+    slot.cancelSpare?.()
+    slot.cancelSpare = undefined
     const spare = slot.spare
     slot.spare = undefined
     return (await spare) ?? this.freshContext(slot)
@@ -147,7 +161,7 @@ export class IsolateCache {
     this.entries.delete(reactorId)
     for (const slot of entry.slots) {
       slot.warm = false
-      clearTimeout(slot.spareTimer)
+      slot.cancelSpare?.()
       if (!slot.busy) dispose(slot.isolate)
     }
   }
@@ -159,7 +173,7 @@ export class IsolateCache {
       const module = await isolate.compileScript(wrapModule(code), { filename: MODULE_FILENAME, lineOffset: MODULE_LINE_OFFSET })
       entry.contained ??= await compilesAlone(isolate, code)
       const contained = entry.contained
-      return { isolate, prelude, module, contained, warm, busy: true, lastUsedAt: Date.now(), spare: undefined, spareTimer: undefined }
+      return { isolate, prelude, module, contained, warm, busy: true, lastUsedAt: Date.now(), spare: undefined, cancelSpare: undefined, releasedAt: performance.now(), idleGapMs: Infinity }
     } catch (err) {
       dispose(isolate)
       throw err
@@ -192,7 +206,7 @@ export class IsolateCache {
   private drop(reactorId: string, slot: IsolateSlot): void {
     const entry = this.entries.get(reactorId)
     if (entry !== undefined) entry.slots = entry.slots.filter((s) => s !== slot)
-    clearTimeout(slot.spareTimer)
+    slot.cancelSpare?.()
     dispose(slot.isolate)
   }
 
