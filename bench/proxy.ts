@@ -8,7 +8,6 @@
  *
  *   npx tsx bench/proxy.ts   (DATABASE_URL / REDIS_URL, default the local Postgres and Redis)
  */
-import { mkdir, writeFile } from 'node:fs/promises'
 import { dirname, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { call, createCardTokens, createPrivateApp } from './lib/api.js'
@@ -17,6 +16,7 @@ import { closedLoop, interleave, median, percentileUs, progress, round0, round1,
 import { DRIVER_CORE, machineInfo, measureCpu, pinSelf, SUT_CORE } from './lib/proc.js'
 import { figure, type Figure } from './lib/report.js'
 import { createBackend, startTessera, type Backend, type TesseraProcess } from './lib/tessera.js'
+import { writeResult } from './lib/write-result.js'
 
 export interface ProxyBenchOptions {
   databaseUrl?: string
@@ -242,11 +242,7 @@ export async function runProxyBench(options: ProxyBenchOptions = {}): Promise<Pr
       notes.push('scaling: the second process runs on core 1 beside autocannon and the destination; on 2 cores this is a lower bound')
     }
     result.figures = figures(result)
-    const outFile = options.outFile === undefined ? DEFAULT_OUT : options.outFile
-    if (outFile) {
-      await mkdir(dirname(outFile), { recursive: true })
-      await writeFile(outFile, JSON.stringify(result, null, 2) + '\n')
-    }
+    await writeResult(options.outFile, DEFAULT_OUT, result)
     return result
   } finally {
     for (const s of started.reverse()) await s.stop()

@@ -8,7 +8,6 @@
  */
 import { randomUUID } from 'node:crypto'
 import { once } from 'node:events'
-import { mkdir, writeFile } from 'node:fs/promises'
 import type { AddressInfo } from 'node:net'
 import { dirname, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -17,6 +16,7 @@ import { Client } from 'undici'
 import { testConfig } from '../src/config/index.js'
 import { rateLimitMiddleware } from '../src/http/middleware/rate-limit.js'
 import { createRateLimiter, type RateLimiter } from '../src/ratelimit/index.js'
+import { writeResult } from './lib/write-result.js'
 
 export interface RateLimitBenchOptions {
   /** Timed requests per variant per round. */
@@ -159,11 +159,7 @@ export async function runRateLimitBench(options: RateLimitBenchOptions = {}): Pr
     variants: summarize(variants),
     notes,
   }
-  const outFile = options.outFile === undefined ? DEFAULT_OUT : options.outFile
-  if (outFile) {
-    await mkdir(dirname(outFile), { recursive: true })
-    await writeFile(outFile, JSON.stringify(result, null, 2) + '\n')
-  }
+  await writeResult(options.outFile, DEFAULT_OUT, result)
   return result
 }
 

@@ -26,7 +26,6 @@
  */
 import type { ChildProcess } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
-import { mkdir, writeFile } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { Pool } from 'undici'
@@ -35,6 +34,7 @@ import { closedLoop, interleave, median, percentileUs, progress, round0, round1,
 import { captureOutput, cpuTimeUs, machineInfo, pinSelf, spawnNode, stopChild, SUT_CORE } from './lib/proc.js'
 import { figure, type Figure } from './lib/report.js'
 import { createBackend, ROOT, serverVersion, startTessera, type Backend, type TesseraProcess } from './lib/tessera.js'
+import { writeResult } from './lib/write-result.js'
 
 export interface ReactorsBenchOptions {
   /** Unset: PGlite. */
@@ -348,11 +348,7 @@ export async function runReactorsBench(options: ReactorsBenchOptions = {}): Prom
       table: reactorsTable(results, o.paceMs),
       notes,
     }
-    const outFile = options.outFile === undefined ? DEFAULT_OUT : options.outFile
-    if (outFile) {
-      await mkdir(dirname(outFile), { recursive: true })
-      await writeFile(outFile, JSON.stringify(result, null, 2) + '\n')
-    }
+    await writeResult(options.outFile, DEFAULT_OUT, result)
     return result
   } finally {
     await client?.close()

@@ -8,13 +8,13 @@
  *
  *   npx tsx bench/tokens.ts   (DATABASE_URL, default the local Postgres; REDIS_URL optional)
  */
-import { mkdir, writeFile } from 'node:fs/promises'
 import { dirname, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { createCardTokens, createPrivateApp } from './lib/api.js'
 import { closedLoop, interleave, median, percentileUs, progress, round0, round1, type BenchRequest } from './lib/measure.js'
 import { machineInfo, measureCpu, pinSelf } from './lib/proc.js'
 import { createBackend, serverVersion, startTessera, type Backend, type TesseraProcess } from './lib/tessera.js'
+import { writeResult } from './lib/write-result.js'
 
 export interface TokensBenchOptions {
   /** Unset: PGlite only. */
@@ -128,11 +128,7 @@ export async function runTokensBench(options: TokensBenchOptions = {}): Promise<
       cells: cells.map((c) => ({ backend: c.backend, operation: c.operation, concurrency: c.concurrency, rps: round0(median(c.rps)), p50Us: round1(median(c.p50)), p99Us: round1(median(c.p99)), cpuUsPerRequest: round1(median(c.cpu)) })),
       notes,
     }
-    const outFile = options.outFile === undefined ? DEFAULT_OUT : options.outFile
-    if (outFile) {
-      await mkdir(dirname(outFile), { recursive: true })
-      await writeFile(outFile, JSON.stringify(result, null, 2) + '\n')
-    }
+    await writeResult(options.outFile, DEFAULT_OUT, result)
     return result
   } finally {
     for (const p of processes) await p.stop()
