@@ -1,4 +1,7 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { getPriority } from 'node:os'
 import t from 'tap'
+import { ISOLATE_THREAD_NICE } from '../../src/reactors/runtime/thread-priority.js'
 import { ECHO, fixture, startRuntime } from '../fixtures/reactors/harness.js'
 
 // Every hostile fixture must fail with its exact code and status, and leave the runtime able
@@ -128,4 +131,17 @@ t.test('a stuck runtime process is killed at the hard deadline: 504, then restar
   t.equal(err.status, 504)
   t.same(await rt.run(ECHO, 'unstuck'), { kind: 'ok', value: { raw: 'unstuck' } })
   t.not(rt.sup.pid, pid)
+})
+
+t.test('Reactor code runs on lower-priority threads; the runtime main thread and the API process do not', { skip: existsSync('/proc/thread-self') ? false : 'needs Linux per-thread nice values' }, async (t) => {
+  const rt = await startRuntime(t)
+  t.same(await rt.run(ECHO, 'niced'), { kind: 'ok', value: { raw: 'niced' } })
+  const pid = rt.sup.pid ?? 0
+  const niceOf = (tid: string) => Number(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ')[16])
+  const own = getPriority(process.pid)
+  const threads = readdirSync(`/proc/${pid}/task`).map((tid) => ({ tid, nice: niceOf(tid) }))
+  t.equal(niceOf(String(pid)), own, 'the main thread, which relays answers, keeps the API process priority')
+  // Piscina's worker threads and the isolated-vm threads they started (at least the one that ran the call).
+  t.ok(threads.filter((th) => th.nice === Math.max(own, ISOLATE_THREAD_NICE)).length >= 2, JSON.stringify(threads))
+  t.equal(getPriority(process.pid), own, 'the API process is untouched')
 })

@@ -9,8 +9,12 @@ import { runInvocation } from './invocation.js'
 import { IsolateCache } from './isolate-cache.js'
 import type { BridgePortMessage, CompileReply, InvokeReply, InvokeTask, PortBridgeResult, RuntimeLimits, WorkerTask } from './protocol.js'
 import type { BridgeLink } from './sandbox-context.js'
+import { ISOLATE_THREAD_NICE, lowerThreadPriority } from './thread-priority.js'
 
 const limits = workerData as RuntimeLimits
+
+// Before any isolate exists, so isolated-vm's threads, started from here, inherit it.
+lowerThreadPriority(ISOLATE_THREAD_NICE)
 
 /**
  * V8 has lost control of an isolate: nothing in this process can be trusted any more, so the
