@@ -12,11 +12,17 @@ export interface LaunchSpec {
  * not depend on its working directory. Compiled by `tsc` (dist/src/...), it is plain node.
  * `--no-node-snapshot` is required by isolated-vm on Node >= 20 and must be given to the
  * process itself: piscina's worker threads inherit it (their own execArgv may not carry it).
+ *
+ * `--no-lazy-feedback-allocation`: every call runs in a fresh context, so every function the
+ * prelude and the Reactor define is a new closure that runs only a few times. V8 otherwise
+ * starts such closures without feedback vectors and allocates them after a budget of calls;
+ * allocating them up front measured about 13% less runtime CPU per warm call (about 690 instead
+ * of 790 µs, echo Reactor, back to back, runtime pinned to one core of the bench machine).
  */
 export function runtimeLaunchSpec(): LaunchSpec {
   const fromSource = import.meta.url.endsWith('.ts')
   const modulePath = fileURLToPath(new URL(fromSource ? './child.ts' : './child.js', import.meta.url))
-  const execArgv = ['--no-node-snapshot']
+  const execArgv = ['--no-node-snapshot', '--no-lazy-feedback-allocation']
   if (fromSource) execArgv.push(`--import=${import.meta.resolve('tsx')}`)
   if (process.sourceMapsEnabled) execArgv.push('--enable-source-maps')
   return { modulePath, execArgv }

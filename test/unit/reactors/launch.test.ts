@@ -6,6 +6,6 @@ t.test('from TypeScript source the child is child.ts, loaded through tsx, withou
   const spec = runtimeLaunchSpec()
   t.match(spec.modulePath, /src\/reactors\/runtime\/child\.ts$/)
   t.ok(existsSync(spec.modulePath))
-  t.equal(spec.execArgv[0], '--no-node-snapshot')
+  t.same(spec.execArgv.slice(0, 2), ['--no-node-snapshot', '--no-lazy-feedback-allocation'])
   t.ok(spec.execArgv.some((arg) => /^--import=file:.*\/tsx\//.test(arg)), 'tsx by absolute URL, independent of the cwd')
 })
