@@ -1,6 +1,6 @@
 /**
- * Reactors (issue 5), every figure in one run against one Tessera process (compiled dist, pinned
- * to core 0; its Reactor runtime child and piscina workers inherit that core), interleaved
+ * Reactors (issues 5 and 15), every figure in one run against one Tessera process (compiled dist, pinned
+ * to core 0; its Reactor runtime child and worker threads inherit that core), interleaved
  * rounds, medians:
  *
  *   no-op route    GET /permissions with the invoking private key: authentication and routing,
@@ -11,7 +11,10 @@
  *                  runtime then has prepared the next call's fresh context before the call comes,
  *                  while back to back that work lands in the next call. And req/s at saturation
  *                  with one connection per echo Reactor, so every call stays within hot
- *                  concurrency 1 and is warm (the no-op route likewise)
+ *                  concurrency 1 and is warm (the no-op route likewise): the saturation target
+ *                  of issue 15 is judged on this, with CPU µs/req beside the ratio. Also one
+ *                  echo Reactor under all the connections: scale-out (isolates started cold for
+ *                  the concurrent calls stay warm) keeps it warm too
  *   cold, new Reactor   the first call of a Reactor created just before (untimed POST /reactors):
  *                  isolate + compile + context + call, plus the first (uncached) Reactor lookup
  *   cold, new version   the first call after an untimed PUT with changed code: as above, plus
@@ -25,13 +28,13 @@
  *   npx tsx bench/reactors.ts   (DATABASE_URL / REDIS_URL, default the local Postgres and Redis)
  */
 import type { ChildProcess } from 'node:child_process'
-import { readdirSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { Pool } from 'undici'
 import { call, createPrivateApp } from './lib/api.js'
 import { closedLoop, interleave, median, percentileUs, progress, round0, round1, saturate, type BenchRequest } from './lib/measure.js'
-import { captureOutput, cpuTimeUs, machineInfo, pinSelf, spawnNode, stopChild, SUT_CORE } from './lib/proc.js'
+import { captureOutput, cpuTimeUs, machineInfo, pinSelf, processTree, spawnNode, stopChild, SUT_CORE } from './lib/proc.js'
 import { figure, type Figure } from './lib/report.js'
 import { createBackend, ROOT, serverVersion, startTessera, type Backend, type TesseraProcess } from './lib/tessera.js'
 import { writeResult } from './lib/write-result.js'
@@ -72,6 +75,8 @@ export interface ReactorsFigures {
   warmRps: number
   warmSatRps: number
   warmCpuUsPerRequest: number
+  oneReactorSatRps: number
+  oneReactorCpuUsPerRequest: number
   coldNewP50Us: number
   coldNewP99Us: number
   coldVersionP50Us: number
@@ -147,22 +152,6 @@ async function startBaseline(): Promise<Baseline> {
     },
     stop: () => stopChild(child),
   }
-}
-
-/** Tessera and its descendants (the Reactor runtime child), found through /proc, for CPU per request. */
-function processTree(pid: number): number[] {
-  const out = [pid]
-  for (let i = 0; i < out.length; i++) {
-    try {
-      for (const tid of readdirSync(`/proc/${out[i]}/task`)) {
-        const children = readFileSync(`/proc/${out[i]}/task/${tid}/children`, 'utf8').trim()
-        if (children) out.push(...children.split(/\s+/).map(Number))
-      }
-    } catch {
-      // Gone, or no /proc: CPU then covers what was found.
-    }
-  }
-  return out
 }
 
 async function expectStatus(t: TesseraProcess, key: string, method: string, path: string, body: unknown, status: number): Promise<{ id: string }> {
@@ -244,6 +233,8 @@ export async function runReactorsBench(options: ReactorsBenchOptions = {}): Prom
     await closedLoop(t.url, noop, { concurrency: 1, durationMs: 2000 })
     await closedLoop(t.url, react(echo.id), { concurrency: 1, durationMs: 4000 })
     for (const r of pool) await closedLoop(t.url, react(r.id), { concurrency: 1, requests: 50 })
+    // Scale-out: the echo Reactor gets its extra warm isolates before anything is timed.
+    await closedLoop(t.url, react(echo.id), { concurrency: o.connections, durationMs: 1000 })
     await baseline.samples({ op: 'warm', n: 500 })
     await baseline.samples({ op: 'cold', n: 10 })
 
@@ -287,6 +278,15 @@ export async function runReactorsBench(options: ReactorsBenchOptions = {}): Prom
         if (sat.errors) throw new Error(`warm saturation: ${sat.errors} errors`)
         push('warmSatRps', sat.rps)
         push('warmCpuUsPerRequest', cpu / Math.max(1, sat.requests))
+      },
+      async oneReactorSaturation() {
+        const ps = pids()
+        const before = ps.map(cpuTimeUs)
+        const sat = await saturate([`${t!.url}/reactors/${echo.id}/react`], react(echo.id), { connections: o.connections, durationS: o.saturationS })
+        const cpu = ps.reduce((sum, pid, i) => sum + cpuTimeUs(pid) - before[i]!, 0)
+        if (sat.errors) throw new Error(`one-Reactor saturation: ${sat.errors} errors`)
+        push('oneReactorSatRps', sat.rps)
+        push('oneReactorCpuUsPerRequest', cpu / Math.max(1, sat.requests))
       },
       async coldNew() {
         const samples: number[] = []
@@ -364,14 +364,25 @@ export async function runReactorsBench(options: ReactorsBenchOptions = {}): Prom
 /** µs -> ms with two decimals. */
 const ms = (us: number) => Math.round(us / 10) / 100
 
+/** Targets of issue 15 (issue 5's were +1000 µs and 10 ms). */
+const WARM_ADDED_MAX_US = 400
+const COLD_MAX_US = 5000
+const SATURATION_MIN_RATIO = 0.3
+
 export function reactorsFigures(r: ReactorsFigures): Figure[] {
   const warmAdded = round1(r.warmP50Us - r.noopP50Us)
+  const cold = (name: string, p50Us: number) =>
+    figure({ bench: 'reactors', name, unit: 'ms', tessera: ms(p50Us), baseline: ms(r.bareColdP50Us), baselineName: 'bare isolated-vm', added: ms(p50Us - r.bareColdP50Us), target: `≤ ${COLD_MAX_US / 1000} ms`, pass: p50Us <= COLD_MAX_US })
   return [
-    figure({ bench: 'reactors', name: 'warm invoke, p50 at c=1', unit: 'µs', tessera: r.warmP50Us, baseline: r.noopP50Us, baselineName: 'no-op route', added: warmAdded, target: '≤ +1000 µs', pass: warmAdded <= 1000 }),
+    figure({ bench: 'reactors', name: 'warm invoke, p50 at c=1', unit: 'µs', tessera: r.warmP50Us, baseline: r.noopP50Us, baselineName: 'no-op route', added: warmAdded, target: `≤ +${WARM_ADDED_MAX_US} µs`, pass: warmAdded <= WARM_ADDED_MAX_US }),
     figure({ bench: 'reactors', name: 'warm invoke, p50 paced (idle between calls)', unit: 'µs', tessera: r.warmPacedP50Us, baseline: r.noopPacedP50Us, baselineName: 'no-op route, paced', added: round1(r.warmPacedP50Us - r.noopPacedP50Us) }),
-    figure({ bench: 'reactors', name: 'warm invoke, throughput', unit: 'req/s', tessera: r.warmSatRps, baseline: r.noopSatRps, baselineName: 'no-op route' }),
-    figure({ bench: 'reactors', name: 'cold start (new Reactor), p50', unit: 'ms', tessera: ms(r.coldNewP50Us), baseline: ms(r.bareColdP50Us), baselineName: 'bare isolated-vm', added: ms(r.coldNewP50Us - r.bareColdP50Us), target: '≤ 10 ms', pass: r.coldNewP50Us <= 10_000 }),
-    figure({ bench: 'reactors', name: 'cold start (new version), p50', unit: 'ms', tessera: ms(r.coldVersionP50Us), baseline: ms(r.bareColdP50Us), baselineName: 'bare isolated-vm', added: ms(r.coldVersionP50Us - r.bareColdP50Us), target: '≤ 10 ms', pass: r.coldVersionP50Us <= 10_000 }),
+    figure({
+      bench: 'reactors', name: 'saturation (echo, 1 Reactor per connection)', unit: 'req/s', tessera: r.warmSatRps, baseline: r.noopSatRps, baselineName: 'no-op route',
+      cpuUs: r.warmCpuUsPerRequest, baselineCpuUs: r.noopCpuUsPerRequest, target: `≥ ${SATURATION_MIN_RATIO}×`, pass: r.warmSatRps >= SATURATION_MIN_RATIO * r.noopSatRps,
+    }),
+    figure({ bench: 'reactors', name: 'saturation (echo, 1 Reactor for all connections: scale-out)', unit: 'req/s', tessera: r.oneReactorSatRps, baseline: r.noopSatRps, baselineName: 'no-op route', cpuUs: r.oneReactorCpuUsPerRequest, baselineCpuUs: r.noopCpuUsPerRequest }),
+    cold('cold start (new Reactor), p50', r.coldNewP50Us),
+    cold('cold start (new version), p50', r.coldVersionP50Us),
     figure({ bench: 'reactors', name: '5 MB round trip, p50', unit: 'ms', tessera: ms(r.payloadP50Us), baseline: ms(r.barePayloadP50Us), baselineName: 'bare isolated-vm', added: ms(r.payloadP50Us - r.barePayloadP50Us), target: '≤ 300 ms', pass: r.payloadP50Us <= 300_000 }),
   ]
 }
@@ -381,15 +392,18 @@ export function reactorsTable(r: ReactorsFigures, paceMs: number): Record<string
     figure: figureName, 'p50 µs': p50Us, 'p99 µs': p99Us, 'req/s': rps, 'CPU µs/req': cpu, 'bare ivm p50 µs': bare, target, result: pass,
   })
   const warmAdded = round1(r.warmP50Us - r.noopP50Us)
+  const ratio = (rps: number) => Math.round((rps / r.noopSatRps) * 100) / 100
+  const coldRow = (name: string, p50: number, p99: number) => row(name, p50, p99, '', '', r.bareColdP50Us, `≤ ${COLD_MAX_US.toLocaleString('en-US')} µs`, p50 <= COLD_MAX_US ? 'pass' : 'FAIL')
   return [
     row('no-op route (GET /permissions), c=1', r.noopP50Us, r.noopP99Us, r.noopRps, '', '', '', ''),
     row('no-op route, saturation', NaN, '', r.noopSatRps, r.noopCpuUsPerRequest, '', '', ''),
-    row('warm invoke (echo), c=1', r.warmP50Us, r.warmP99Us, r.warmRps, '', r.bareWarmP50Us, `≤ no-op + 1000 µs (+${warmAdded})`, warmAdded <= 1000 ? 'pass' : 'FAIL'),
+    row('warm invoke (echo), c=1', r.warmP50Us, r.warmP99Us, r.warmRps, '', r.bareWarmP50Us, `≤ no-op + ${WARM_ADDED_MAX_US} µs (+${warmAdded})`, warmAdded <= WARM_ADDED_MAX_US ? 'pass' : 'FAIL'),
     row(`no-op route, paced (1 call / ${paceMs} ms)`, r.noopPacedP50Us, '', '', '', '', '', ''),
     row(`warm invoke, paced (1 call / ${paceMs} ms)`, r.warmPacedP50Us, '', '', '', '', `reported (+${round1(r.warmPacedP50Us - r.noopPacedP50Us)})`, ''),
-    row('warm invoke, saturation (1 Reactor per connection)', NaN, '', r.warmSatRps, r.warmCpuUsPerRequest, '', '', ''),
-    row('cold start, new Reactor', r.coldNewP50Us, r.coldNewP99Us, '', '', r.bareColdP50Us, '≤ 10,000 µs', r.coldNewP50Us <= 10_000 ? 'pass' : 'FAIL'),
-    row('cold start, new version', r.coldVersionP50Us, r.coldVersionP99Us, '', '', r.bareColdP50Us, '≤ 10,000 µs', r.coldVersionP50Us <= 10_000 ? 'pass' : 'FAIL'),
+    row('warm invoke, saturation (1 Reactor per connection)', NaN, '', r.warmSatRps, r.warmCpuUsPerRequest, '', `≥ ${SATURATION_MIN_RATIO}× no-op (${ratio(r.warmSatRps)}×)`, r.warmSatRps >= SATURATION_MIN_RATIO * r.noopSatRps ? 'pass' : 'FAIL'),
+    row('warm invoke, saturation (1 Reactor, scale-out)', NaN, '', r.oneReactorSatRps, r.oneReactorCpuUsPerRequest, '', `reported (${ratio(r.oneReactorSatRps)}×)`, ''),
+    coldRow('cold start, new Reactor', r.coldNewP50Us, r.coldNewP99Us),
+    coldRow('cold start, new version', r.coldVersionP50Us, r.coldVersionP99Us),
     row('5 MB round trip', r.payloadP50Us, `max ${r.payloadMaxUs}`, '', '', r.barePayloadP50Us, '≤ 300,000 µs', r.payloadP50Us <= 300_000 ? 'pass' : 'FAIL'),
   ].map((x) => Object.fromEntries(Object.entries(x).map(([k, v]) => [k, typeof v === 'number' && !Number.isFinite(v) ? '' : v])))
 }
@@ -398,7 +412,10 @@ export function printReactorsBench(result: ReactorsBenchResult): void {
   const o = result.options
   console.log(`reactors, ${o.rounds} rounds: ${o.latencyRequests} requests at c=1, ${o.coldSamples} cold starts per kind, ${o.payloadSamples} × 5 MB, autocannon ${o.connections} connections × ${o.saturationS} s; ${result.backend.database} + ${result.backend.redis}; medians`)
   console.table(result.table)
-  for (const f of result.figures.filter((f) => f.target)) console.log(`${f.name}: ${f.tessera} ${f.unit} (baseline ${f.baseline} ${f.unit}, ${f.baselineName}), target ${f.target}: ${f.pass ? 'pass' : 'FAIL'}`)
+  for (const f of result.figures.filter((f) => f.target)) {
+    const compare = f.added !== undefined ? `+${f.added} ${f.unit}` : `${f.ratio}×${f.cpuUs === undefined ? '' : `, CPU ${f.cpuUs} vs ${f.baselineCpuUs} µs/req`}`
+    console.log(`${f.name}: ${f.tessera} ${f.unit} (baseline ${f.baseline} ${f.unit}, ${f.baselineName}; ${compare}), target ${f.target}: ${f.pass ? 'pass' : 'FAIL'}`)
+  }
   for (const note of result.notes) console.log(note)
 }
 

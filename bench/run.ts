@@ -101,7 +101,7 @@ function renderMarkdown(date: string, backend: string, figures: Figure[], proxy?
   ]
   if (proxy) {
     const o = proxy.options
-    parts.push('', '## Proxy (issue 4)', '', `1 KB JSON body; autocannon ${o.connections} connections × ${o.durationS} s per variant per round, ${o.latencyRequests} requests at c=1, ${o.rounds} rounds. CPU µs/req is the process under test: the destination for (a), the forwarder for (b), Tessera for the rest.`, '', `![proxy chart](./${date}-proxy.svg)`, '', rowsToMarkdown(proxyTable(proxy)))
+    parts.push('', '## Proxy (issue 4)', '', `1 KB JSON body; autocannon ${o.connections} connections × ${o.durationS} s per variant per round, ${o.latencyRequests} requests at c=1, ${o.rounds} rounds. CPU µs/req is the process under test: the destination for (a), the forwarder for (b), Tessera and its Reactor runtime child for the rest.`, '', `![proxy chart](./${date}-proxy.svg)`, '', rowsToMarkdown(proxyTable(proxy)))
     if (proxy.scaling) parts.push('', `Scaling, variant (c), ${proxy.scaling.connections} connections: 1 process ${proxy.scaling.oneRps} req/s (${proxy.scaling.oneCpuUsPerRequest} CPU µs/req), 2 processes ${proxy.scaling.twoRps} req/s (${proxy.scaling.twoCpuUsPerRequest} CPU µs/req) = ${proxy.scaling.ratio}×.`)
     parts.push('', ...proxy.notes.filter((n) => n !== pinning).map((n) => `- ${n}`))
   }

@@ -3,6 +3,9 @@ import * as foundation from './20261122000000_foundation.js'
 import * as vault from './20261122000100_vault.js'
 import * as reactors from './20261122000200_reactors.js'
 import * as proxies from './20261122000300_proxies.js'
+import * as authorization from './20261124000000_authorization.js'
+import * as idempotency from './20261125000000_idempotency.js'
+import * as audit from './20261125000000_audit.js'
 
 interface Migration {
   up(knex: Knex): Promise<void>
@@ -15,6 +18,9 @@ const migrations: Record<string, Migration> = {
   '20261122000100_vault': vault,
   '20261122000200_reactors': reactors,
   '20261122000300_proxies': proxies,
+  '20261124000000_authorization': authorization,
+  '20261125000000_idempotency': idempotency,
+  '20261125000000_audit': audit,
 }
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,10 +1,11 @@
 import http from 'node:http'
-import type { Socket } from 'node:net'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig } from './config/index.js'
 import { resolveSecrets } from './config/secrets.js'
 import { createLogger } from './logger.js'
+import { Drain } from './http/drain.js'
 import { openServices } from './services.js'
+import { drainAndExit, trackConnections } from './shutdown.js'
 
 /** loadConfig -> open stores -> buildApp -> listen -> graceful close on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
@@ -24,36 +25,25 @@ async function main(): Promise<void> {
     logger.warn({ file: `${config.dataDir}/secrets.json` }, `no ${name === 'master_key' ? 'SVC_MASTER_KEY' : 'SVC_KEY_HASH_SECRET'} set: generated one into the data dir; set it explicitly in production`)
   }
   const services = await openServices(config, logger, secrets)
-  const app = buildApp(services)
-  const server = http.createServer(app.callback())
+  const drain = new Drain()
+  const server = http.createServer()
+  const tracked = trackConnections(server, drain)
+  server.on('request', buildApp(services, drain).callback())
   // Slow clients must not hold sockets forever.
   server.headersTimeout = 15_000
   server.requestTimeout = 120_000
   server.keepAliveTimeout = 5_000
-  const sockets = new Set<Socket>()
-  server.on('connection', (s) => {
-    sockets.add(s)
-    s.on('close', () => sockets.delete(s))
-  })
   await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve))
   const address = server.address()
   logger.info({ address }, 'tessera listening')
 
-  let stopping = false
-  const stop = async (signal: string) => {
-    if (stopping) return
-    stopping = true
-    logger.info({ signal }, 'draining')
-    const force = setTimeout(() => sockets.forEach((s) => s.destroy()), config.shutdownGraceMs)
-    force.unref()
-    server.closeIdleConnections()
-    await new Promise<void>((resolve) => server.close(() => resolve()))
-    await services.close()
-    logger.info('stopped')
-    process.exit(0)
+  const stop = (signal: string) => {
+    if (drain.draining) return
+    logger.info({ signal }, 'shutting down')
+    void drainAndExit(server, services, drain, logger, tracked)
   }
-  process.on('SIGTERM', () => void stop('SIGTERM'))
-  process.on('SIGINT', () => void stop('SIGINT'))
+  process.on('SIGTERM', () => stop('SIGTERM'))
+  process.on('SIGINT', () => stop('SIGINT'))
 }
 
 main().catch((err: unknown) => {

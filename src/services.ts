@@ -1,9 +1,13 @@
 import type { Logger } from 'pino'
+import { idempotencyService, type IdempotencyService } from './idempotency/service.js'
 import { applicationsService, type ApplicationsService } from './applications/service.js'
+import { auditKeyring } from './audit/audit-keys.js'
+import { createAuditLog, type AuditLog } from './audit/audit-log.js'
 import { keyHasher, type KeyHasher } from './auth/api-keys.js'
 import { createAuthenticator, type Authenticator } from './auth/authenticator.js'
 import { applicationLookup } from './auth/application-lookup.js'
 import type { Config } from './config/index.js'
+import { describeError } from './errors/index.js'
 import type { Secrets } from './config/secrets.js'
 import { createRateLimiter, type RateLimiter } from './ratelimit/index.js'
 import { openStore, type Store } from './store/index.js'
@@ -22,13 +26,16 @@ import { createReactorCache } from './reactors/reactor-cache.js'
 import { reactorActor, reactorsService, type ReactorsService } from './reactors/service.js'
 import { ReactorSupervisor } from './reactors/supervisor.js'
 import { openVaultKeys, type VaultKeys } from './vault/vault-keys.js'
-import { createTenantSettingsCache, invalidatingSettings, type TenantSettingsCache } from './tenants/settings-cache.js'
+import { createTenantSettingsCache, type TenantSettingsCache } from './tenants/settings-cache.js'
+import { createInvalidationBus, type InvalidationBus } from './cache/invalidation-bus.js'
 
 /** Everything a running Tessera holds open; `buildApp` wires HTTP onto it, `close` releases it. */
 export interface Services {
   config: Config
   logger: Logger
   store: Store
+  /** How every cache learns of changes, here and in the other processes. */
+  bus: InvalidationBus
   hasher: KeyHasher
   authenticator: Authenticator
   applications: ApplicationsService
@@ -42,23 +49,28 @@ export interface Services {
   supervisor: ReactorSupervisor
   reactors: ReactorsService
   proxies: ProxiesService
+  idempotency: IdempotencyService
+  /** The shutdown deadline: destination and Reactor calls still running fail now with 503. */
+  abortInFlight(): Promise<void>
+  audit: AuditLog
   close(): Promise<void>
 }
 
 export async function openServices(config: Config, logger: Logger, secrets: Pick<Secrets, 'masterKey' | 'keyHashSecret'>, dbOptions: OpenDatabaseOptions = {}): Promise<Services> {
   const limiter = createRateLimiter({ config, logger })
-  const store = await openStore(config, dbOptions)
+  const store = await openStore(config, { logger, ...dbOptions })
+  const bus = createInvalidationBus(store.db, logger)
   const hasher = keyHasher(secrets.keyHashSecret)
-  const authenticator = createAuthenticator({ db: store.db, hasher, logger, lookups: [applicationLookup(store), sessionLookup(store)] })
+  const authenticator = createAuthenticator({ bus, hasher, logger, lookups: [applicationLookup(store), sessionLookup(store)] })
   await authenticator.start()
   const applications = applicationsService({ store, hasher, authenticator })
-  const tenantSettings = createTenantSettingsCache({ db: store.db, load: (id) => store.tenants.findById(id) })
+  const tenantSettings = createTenantSettingsCache({ bus, load: (id) => store.tenants.findById(id) })
   await tenantSettings.start()
-  const tenants = invalidatingSettings(tenantsService({ store, hasher }), tenantSettings)
+  const tenants = tenantsService({ store, hasher, settings: tenantSettings })
   await tenants.bootstrap(config.bootstrapApiKey, logger)
 
   const keys = await openVaultKeys(store, secrets.masterKey, logger)
-  const tokenCache = createTokenCache(store.db)
+  const tokenCache = createTokenCache(bus)
   await tokenCache.start()
   const tokens = tokenService(store, keys, tokenCache)
   const sessions = sessionsService({ store, hasher, authenticator })
@@ -71,18 +83,27 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
     logger,
     bridges: reactorBridges({ store, keys, tokens, forwarder, config, present: presentToken }),
   })
-  const reactorCache = createReactorCache({ db: store.db, loadReactor: (tenantId, id) => store.reactors.findById(tenantId, id), loadActor: (reactor) => reactorActor(store, reactor) })
+  const reactorCache = createReactorCache({ bus, loadReactor: (tenantId, id) => store.reactors.findById(tenantId, id), loadActor: (reactor) => reactorActor(store, reactor) })
   await reactorCache.start()
-  authenticator.onInvalidate((keyHash) => reactorCache.dropActor(keyHash))
   const reactors = reactorsService({ store, keys, tokens, supervisor, config, present: presentToken, cache: reactorCache })
-  const proxies = proxiesService({ store, hasher, supervisor, forwarder, tokens, config })
+  const proxies = proxiesService({ store, bus, hasher, supervisor, forwarder, tokens, config })
   await proxies.start()
-  authenticator.onInvalidate((keyHash) => proxies.dropActor(keyHash))
 
-  // Expired Applications, sessions and tokens already fail at once; the sweep only reclaims rows.
+  const audit = createAuditLog({ store, keyring: auditKeyring(config.audit.secret, secrets.keyHashSecret), config: config.audit, logger })
+  const auditMaintenance = setInterval(() => {
+    audit.maintain().catch((err: unknown) => logger.error({ err }, 'audit maintenance failed'))
+  }, config.audit.maintenanceSeconds * 1000)
+  auditMaintenance.unref()
+
+  // Answers are replayed for 24 h. A claim's lease matches the server's request time-out (main.ts):
+  // no request still runs when it ends, so a retry may then take over a claim whose process died.
+  const idempotency = idempotencyService(store, { ttlSeconds: 86_400, leaseSeconds: 120 })
+
+  // Expired Applications, sessions, tokens and idempotency keys already fail (or are taken over)
+  // at once; the sweep only reclaims rows.
   const sweep = setInterval(() => {
-    Promise.all([applications.sweepExpired(), sessions.sweepExpired(), store.tokens.deleteExpired(new Date())]).catch((err: unknown) =>
-      logger.error({ err }, 'expiry sweep failed'),
+    Promise.all([applications.sweepExpired(), sessions.sweepExpired(), store.tokens.deleteExpired(new Date()), idempotency.pruneExpired()]).catch((err: unknown) =>
+      logger.error({ err: describeError(err) }, 'expiry sweep failed'),
     )
   }, config.expirySweepSeconds * 1000)
   sweep.unref()
@@ -92,6 +113,7 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
     config,
     logger,
     store,
+    bus,
     hasher,
     authenticator,
     applications,
@@ -105,13 +127,21 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
     supervisor,
     reactors,
     proxies,
+    idempotency,
+    async abortInFlight() {
+      await Promise.all([forwarder.abort(), supervisor.close()])
+    },
+    audit,
     async close() {
       if (closed) return
       closed = true
       clearInterval(sweep)
+      clearInterval(auditMaintenance)
       await limiter.close()
       await supervisor.close()
       await forwarder.close()
+      // After the server stopped taking requests: what they queued is written before the pool goes.
+      await audit.close()
       await store.db.close()
     },
   }

@@ -10,6 +10,9 @@ export interface Figure {
   ratio?: number
   /** tessera - baseline, in `unit` */
   added?: number
+  /** CPU µs per request of Tessera (and of the baseline), shown beside the ratio. */
+  cpuUs?: number
+  baselineCpuUs?: number
   target?: string
   pass?: boolean
 }
@@ -24,7 +27,8 @@ const num = (n: number | undefined, digits = 0) =>
 
 export function figureRow(f: Figure): string[] {
   const unit = f.unit === 'µs' ? ' µs' : f.unit === 'ms' ? ' ms' : ` ${f.unit}`
-  const compare = [f.ratio === undefined ? '' : `${num(f.ratio, 2)}×`, f.added === undefined ? '' : `${f.added >= 0 ? '+' : ''}${num(f.added)}${unit}`]
+  const cpu = f.cpuUs === undefined ? '' : `CPU ${num(f.cpuUs)}${f.baselineCpuUs === undefined ? '' : ` vs ${num(f.baselineCpuUs)}`} µs/req`
+  const compare = [f.ratio === undefined ? '' : `${num(f.ratio, 2)}×`, f.added === undefined ? '' : `${f.added >= 0 ? '+' : ''}${num(f.added)}${unit}`, cpu]
   return [
     `${f.bench}: ${f.name}`,
     `${num(f.tessera, f.tessera < 10 ? 2 : 0)}${unit}`,

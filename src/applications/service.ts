@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto'
-import { generateApiKey, type KeyHasher } from '../auth/api-keys.js'
+import { newApiKey, type KeyHasher } from '../auth/api-keys.js'
 import type { Authenticator } from '../auth/authenticator.js'
 import { validateRules } from '../auth/access-rules.js'
 import { isKnownPermission, mayHold } from '../auth/permissions.js'
+import { authorizeApplicationChange, authorizeGrant } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import { AppError, ValidationError, type FieldErrors } from '../errors/index.js'
 import type { AccessRuleRecord, ApplicationFilter, ApplicationRecord, ApplicationType, Page, Store } from '../store/index.js'
@@ -43,6 +44,15 @@ export function applicationsService(deps: ApplicationsDeps) {
     return app
   }
 
+  /**
+   * Every process drops the Application's key and the keys of the sessions it created or
+   * authorized (they reload bounded by its current grants, or end): the same NOTIFY as keys.
+   */
+  async function invalidate(keyHash: string, sessionKeyHashes: readonly string[]): Promise<void> {
+    await authenticator.invalidateKey(keyHash)
+    for (const hash of sessionKeyHashes) await authenticator.invalidateKey(hash)
+  }
+
   return {
     async createApplication(caller: Principal, input: ApplicationInput): Promise<WithKey> {
       const permissions = input.permissions ?? []
@@ -51,7 +61,8 @@ export function applicationsService(deps: ApplicationsDeps) {
       const expiresAt = input.expires_at ? new Date(input.expires_at) : null
       if (expiresAt && expiresAt.getTime() <= Date.now()) (errors.expires_at ??= []).push('must be in the future')
       if (Object.keys(errors).length) throw new ValidationError(errors)
-      const key = generateApiKey()
+      authorizeGrant(caller, { permissions, rules }, { what: 'The new Application' })
+      const key = newApiKey(input.type)
       const now = new Date()
       const application: ApplicationRecord = {
         id: randomUUID(),
@@ -84,6 +95,7 @@ export function applicationsService(deps: ApplicationsDeps) {
       const errors = validateGrants(current.type, permissions, rules)
       if (input.permissions && input.permissions.length === 0) (errors.permissions ??= []).push('must not be empty when given')
       if (Object.keys(errors).length) throw new ValidationError(errors)
+      authorizeApplicationChange(caller, current, { permissions, rules })
       const result = await store.applications.update(caller.tenantId, id, {
         name: input.name,
         permissions,
@@ -92,35 +104,43 @@ export function applicationsService(deps: ApplicationsDeps) {
         modified_at: new Date(),
       })
       if (!result) throw new AppError('not_found', { detail: 'No Application with this id.' })
-      // Cached principals carry the old grants.
-      await authenticator.invalidateKey(result.updated.key_hash)
+      // Cached principals carry the old grants, the sessions it authorized the old bound.
+      await invalidate(result.updated.key_hash, await store.sessions.keyHashesOf(caller.tenantId, id))
       return result.updated
     },
 
+    /** A new key ends the sessions the Application created or authorized: they were vouched for by the old one. */
     async regenerateKey(caller: Principal, id: string): Promise<WithKey> {
-      await find(caller.tenantId, id)
-      const key = generateApiKey()
-      const result = await store.applications.update(caller.tenantId, id, {
-        key_hash: hasher.hash(key),
-        modified_by: caller.id,
-        modified_at: new Date(),
-      })
+      const current = await find(caller.tenantId, id)
+      authorizeApplicationChange(caller, current)
+      const key = newApiKey(current.type)
+      const { result, sessions } = await store.transaction(async (trx) => ({
+        result: await store.applications.update(caller.tenantId, id, { key_hash: hasher.hash(key), modified_by: caller.id, modified_at: new Date() }, trx),
+        sessions: await store.sessions.deleteOf(caller.tenantId, id, trx),
+      }))
       if (!result) throw new AppError('not_found', { detail: 'No Application with this id.' })
-      await authenticator.invalidateKey(result.previousKeyHash)
+      await invalidate(result.previousKeyHash, sessions)
       return { application: result.updated, key }
     },
 
     async deleteApplication(caller: Principal, id: string): Promise<void> {
-      const keyHash = UUID.test(id) ? await store.applications.delete(caller.tenantId, id) : undefined
+      authorizeApplicationChange(caller, await find(caller.tenantId, id))
+      const { keyHash, sessions } = await store.transaction(async (trx) => ({
+        sessions: await store.sessions.deleteOf(caller.tenantId, id, trx),
+        keyHash: await store.applications.delete(caller.tenantId, id, trx),
+      }))
       if (!keyHash) throw new AppError('not_found', { detail: 'No Application with this id.' })
-      await authenticator.invalidateKey(keyHash)
+      await invalidate(keyHash, sessions)
     },
 
-    /** Deletes Applications past `expires_at` (they already fail authentication from that instant). */
+    /**
+     * Deletes Applications past `expires_at` and their sessions. Both already fail from that
+     * instant (authentication and every decision check expiry); the sweep reclaims rows.
+     */
     async sweepExpired(now = new Date()): Promise<number> {
-      const hashes = await store.applications.deleteExpired(now)
-      for (const hash of hashes) await authenticator.invalidateKey(hash)
-      return hashes.length
+      const expired = await store.applications.deleteExpired(now)
+      for (const app of expired) await invalidate(app.key_hash, await store.sessions.deleteOf(app.tenant_id, app.id))
+      return expired.length
     },
   }
 }

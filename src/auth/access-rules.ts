@@ -144,7 +144,7 @@ function checkPermission(permission: unknown, field: string, type: RuleHolderTyp
 function checkScope(rule: Record<string, unknown>, at: string, type: RuleHolderType, errors: ErrorList): void {
   const { container, conditions } = rule
   if (container !== undefined && conditions !== undefined) {
-    errors.add(at, 'container and conditions are mutually exclusive')
+    errors.add(`${at}.container`, 'must not be given together with conditions')
     return
   }
   if (container !== undefined && !isValidContainer(container)) {

@@ -1,9 +1,29 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 
+/**
+ * Each kind of key says what it is, so a secret scanner (or a person) that finds one in a
+ * repository or a log knows its weight at once. Keys issued before these prefixes (`key_`)
+ * stay valid: a key is looked up by its hash, whatever it looks like.
+ */
+export const KEY_PREFIXES = {
+  management: 'tsr_mgmt_',
+  private: 'tsr_priv_',
+  public: 'tsr_pub_',
+  session: 'tsr_sess_',
+  proxy: 'tsr_proxy_',
+} as const
+
+export type KeyKind = keyof typeof KEY_PREFIXES
+
+/** A new key of `kind`: its prefix + 43 base62 characters. */
+export function newApiKey(kind: KeyKind): string {
+  return generateApiKey(KEY_PREFIXES[kind])
+}
+
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
 const KEY_CHARS = 43 // 43 base62 characters carry > 256 bits
 
-/** A new opaque API key: `key_` + 43 base62 characters from the CSPRNG. */
+/** `prefix` + 43 base62 characters from the CSPRNG (`key_` was the prefix of every key before KEY_PREFIXES). */
 export function generateApiKey(prefix = 'key_'): string {
   let out = prefix
   while (out.length < prefix.length + KEY_CHARS) {

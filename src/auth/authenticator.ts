@@ -1,11 +1,13 @@
 import type { Logger } from 'pino'
+import { approximateBytes } from '../cache/approximate-bytes.js'
+import { createInvalidatingCache } from '../cache/invalidating-cache.js'
+import type { InvalidationBus } from '../cache/invalidation-bus.js'
 import { AppError } from '../errors/index.js'
-import type { Database } from '../store/index.js'
 import { looksLikeKey, type KeyHasher } from './api-keys.js'
 import type { Principal, PrincipalLookup } from './principal.js'
 
-const CHANNEL = 'tessera_auth_invalidate'
-const MAX_ENTRIES = 50_000
+/** Publishes the key hash of every key that changed or went; caches keyed by principal follow it. */
+export const AUTH_CHANNEL = 'tessera_auth_invalidate'
 
 export interface Authenticator {
   /** Resolves a presented key; 401 when missing, unknown or expired. */
@@ -20,42 +22,17 @@ export interface Authenticator {
 /**
  * Authentication is on every request's path, so resolved principals are cached in memory.
  * A key that is regenerated or deleted must stop working at once in every Tessera process:
- * the change is announced with Postgres NOTIFY and each process drops the entry; if the
- * listening connection is lost, caching is switched off rather than risk a stale key.
+ * the invalidating cache drops it everywhere (and caches nothing while it could miss that).
  */
-export function createAuthenticator(deps: { db: Database; hasher: KeyHasher; lookups: PrincipalLookup[]; logger: Logger }): Authenticator {
-  const cache = new Map<string, Principal>()
-  let caching = true
-  // Bumped on every invalidation: a lookup that raced with one must not cache what it read.
-  let generation = 0
-  const listeners: ((keyHash: string) => void)[] = []
-
-  const drop = (keyHash: string) => {
-    generation++
-    cache.delete(keyHash)
-    for (const listener of listeners) listener(keyHash)
-  }
+export function createAuthenticator(deps: { bus: InvalidationBus; hasher: KeyHasher; lookups: PrincipalLookup[]; logger: Logger }): Authenticator {
+  const cache = createInvalidatingCache<Principal>({ bus: deps.bus, channel: AUTH_CHANNEL, maxEntries: 50_000, maxBytes: 32 * 1024 * 1024, sizeOf: approximateBytes })
 
   async function lookup(keyHash: string): Promise<Principal | undefined> {
-    const cached = cache.get(keyHash)
-    if (cached) return cached
-    const seen = generation
     for (const find of deps.lookups) {
       const principal = await find(keyHash)
-      if (principal) {
-        if (caching && seen === generation) remember(keyHash, principal)
-        return principal
-      }
+      if (principal) return principal
     }
     return undefined
-  }
-
-  function remember(keyHash: string, principal: Principal) {
-    if (cache.size >= MAX_ENTRIES) {
-      const oldest = cache.keys().next().value
-      if (oldest !== undefined) cache.delete(oldest)
-    }
-    cache.set(keyHash, principal)
   }
 
   return {
@@ -63,7 +40,7 @@ export function createAuthenticator(deps: { db: Database; hasher: KeyHasher; loo
       if (!key) throw new AppError('unauthenticated', { detail: 'The SVC-API-KEY header is required.' })
       if (!looksLikeKey(key)) throw new AppError('unauthenticated', { detail: 'The API key is not valid.' })
       const keyHash = deps.hasher.hash(key)
-      const principal = await lookup(keyHash)
+      const principal = await cache.get(keyHash, () => lookup(keyHash))
       if (!principal || !deps.hasher.sameHash(keyHash, principal.keyHash)) {
         throw new AppError('unauthenticated', { detail: 'The API key is not valid.' })
       }
@@ -72,20 +49,10 @@ export function createAuthenticator(deps: { db: Database; hasher: KeyHasher; loo
       }
       return principal
     },
-    async invalidateKey(keyHash) {
-      drop(keyHash)
-      await deps.db.notify(CHANNEL, keyHash)
-    },
+    invalidateKey: (keyHash) => cache.invalidate(keyHash),
     onInvalidate(listener) {
-      listeners.push(listener)
+      deps.bus.subscribe(AUTH_CHANNEL, listener).catch((err: unknown) => deps.logger.error({ err }, 'could not listen for key invalidations'))
     },
-    async start() {
-      await deps.db.listen(CHANNEL, drop)
-      deps.db.onListenerLost(() => {
-        if (caching) deps.logger.error('lost the invalidation listener; authentication caching is off')
-        caching = false
-        cache.clear()
-      })
-    },
+    start: () => cache.start(),
   }
 }

@@ -1,4 +1,5 @@
 import { Ajv } from 'ajv'
+import { runtimeChildEnv } from './runtime-env.js'
 import { configSchema, type RawConfig } from './schema.js'
 
 export type RateScope = 'global' | 'portal' | 'tokens_search' | 'tokens_list' | 'tokens_create'
@@ -24,6 +25,29 @@ export interface Config {
   bodyLimitBytes: number
   expirySweepSeconds: number
   shutdownGraceMs: number
+  /** How long `/readyz` waits for each component before it reports it `down`. */
+  readyTimeoutMs: number
+  database: {
+    /** Postgres `statement_timeout`; the client gives up 1 s later should the server not answer at all. */
+    statementTimeoutMs: number
+    /** Waiting for a pooled connection, and for a new one to connect. */
+    acquireTimeoutMs: number
+    poolMax: number
+    /** Longest pause between attempts to re-establish the LISTEN connection. */
+    listenerBackoffMaxMs: number
+  }
+  audit: {
+    /** Raw `SVC_AUDIT_SECRET`; unset: the audit keys derive from the key-hash secret. */
+    secret: string | undefined
+    retentionDays: number
+    writeTimeoutMs: number
+    queueMaxEvents: number
+    batchMaxEvents: number
+    checkpointEvery: number
+    maintenanceSeconds: number
+    /** false: a separate role prunes with `npm run audit-prune`, so the service's role needs no DELETE. */
+    pruneInService: boolean
+  }
   proxy: { timeoutMs: number; allowHttp: boolean; allowPrivate: boolean }
   expressions: { maxTokens: number }
   reactors: {
@@ -33,6 +57,14 @@ export interface Config {
     codeMaxChars: number
     payloadMaxBytes: number
     workers: number
+    /** The runtime child's whole environment (an allow-list, see runtime-env.ts). */
+    childEnv: Readonly<Record<string, string>>
+    /** Calls running at once (in this process's runtime): in all, per tenant, per Reactor. */
+    concurrency: { total: number; perTenant: number; perReactor: number }
+    /** Calls waiting for a free slot: in all, per tenant, and for how long at most (then 503). */
+    queue: { total: number; perTenant: number; timeoutMs: number }
+    /** Warm isolates kept: per Reactor and in all; extras beyond hotConcurrency go after idleMs. */
+    warm: { perReactor: number; total: number; idleMs: number }
   }
   rateLimit: {
     enabled: boolean
@@ -41,6 +73,8 @@ export interface Config {
     keyPrefix: string
     redisCommandTimeoutMs: number
     trustedProxies: string[]
+    /** IPv6 clients are counted per network of this many bits (64: one bucket per /64). */
+    ipv6PrefixLength: number
     scopes: Record<RateScope, RateRule>
   }
 }
@@ -66,6 +100,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError((validate.errors ?? []).map((e) => `${e.instancePath.slice(1) || 'config'} ${e.message ?? 'is invalid'}${e.params && 'allowedValues' in e.params ? ` (${String(e.params.allowedValues)})` : ''}`))
   }
   const r = raw as RawConfig
+  const ordering = orderingProblems(r)
+  if (ordering.length > 0) throw new ConfigError(ordering)
   return deepFreeze({
     port: r.PORT,
     host: r.HOST,
@@ -80,6 +116,23 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     bodyLimitBytes: r.SVC_BODY_LIMIT_BYTES,
     expirySweepSeconds: r.SVC_EXPIRY_SWEEP_SECONDS,
     shutdownGraceMs: r.SVC_SHUTDOWN_GRACE_MS,
+    readyTimeoutMs: r.SVC_READY_TIMEOUT_MS,
+    database: {
+      statementTimeoutMs: r.SVC_DB_STATEMENT_TIMEOUT_MS,
+      acquireTimeoutMs: r.SVC_DB_ACQUIRE_TIMEOUT_MS,
+      poolMax: r.SVC_DB_POOL_MAX,
+      listenerBackoffMaxMs: r.SVC_DB_LISTENER_BACKOFF_MAX_MS,
+    },
+    audit: {
+      secret: r.SVC_AUDIT_SECRET,
+      retentionDays: r.SVC_AUDIT_RETENTION_DAYS,
+      writeTimeoutMs: r.SVC_AUDIT_WRITE_TIMEOUT_MS,
+      queueMaxEvents: r.SVC_AUDIT_QUEUE_MAX_EVENTS,
+      batchMaxEvents: r.SVC_AUDIT_BATCH_MAX_EVENTS,
+      checkpointEvery: r.SVC_AUDIT_CHECKPOINT_EVERY,
+      maintenanceSeconds: r.SVC_AUDIT_MAINTENANCE_SECONDS,
+      pruneInService: r.SVC_AUDIT_PRUNE_IN_SERVICE,
+    },
     proxy: { timeoutMs: r.SVC_PROXY_TIMEOUT_MS, allowHttp: r.SVC_PROXY_ALLOW_HTTP, allowPrivate: r.SVC_PROXY_ALLOW_PRIVATE },
     expressions: { maxTokens: r.SVC_MAX_EXPRESSION_TOKENS },
     reactors: {
@@ -89,6 +142,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       codeMaxChars: r.SVC_REACTOR_CODE_MAX_CHARS,
       payloadMaxBytes: r.SVC_REACTOR_PAYLOAD_MAX_BYTES,
       workers: r.SVC_REACTOR_WORKERS,
+      childEnv: runtimeChildEnv(env),
+      concurrency: { total: r.SVC_REACTOR_CONCURRENCY_TOTAL, perTenant: r.SVC_REACTOR_CONCURRENCY_PER_TENANT, perReactor: r.SVC_REACTOR_CONCURRENCY_PER_REACTOR },
+      queue: { total: r.SVC_REACTOR_QUEUE_TOTAL, perTenant: r.SVC_REACTOR_QUEUE_PER_TENANT, timeoutMs: r.SVC_REACTOR_QUEUE_TIMEOUT_MS },
+      warm: { perReactor: r.SVC_REACTOR_WARM_PER_REACTOR, total: r.SVC_REACTOR_WARM_TOTAL, idleMs: r.SVC_REACTOR_WARM_IDLE_MS },
     },
     rateLimit: {
       enabled: r.SVC_RATE_LIMIT_ENABLED,
@@ -96,6 +153,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       keyPrefix: r.SVC_RATE_LIMIT_KEY_PREFIX,
       redisCommandTimeoutMs: r.SVC_REDIS_COMMAND_TIMEOUT_MS,
       trustedProxies: r.SVC_TRUSTED_PROXIES.split(',').map((s) => s.trim()).filter(Boolean),
+      ipv6PrefixLength: r.SVC_RATE_LIMIT_IPV6_PREFIX,
       scopes: {
         global: parseRate(r.SVC_RATE_LIMIT_GLOBAL),
         portal: parseRate(r.SVC_RATE_LIMIT_PORTAL),
@@ -105,6 +163,27 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       },
     },
   })
+}
+
+/**
+ * Bounds that only make sense in order: a narrower cap above a wider one would be silently
+ * meaningless, and hot isolates beyond the warm bounds could never be kept.
+ */
+function orderingProblems(r: RawConfig): string[] {
+  const chains: Array<Array<[string, number]>> = [
+    [['SVC_REACTOR_CONCURRENCY_PER_REACTOR', r.SVC_REACTOR_CONCURRENCY_PER_REACTOR], ['SVC_REACTOR_CONCURRENCY_PER_TENANT', r.SVC_REACTOR_CONCURRENCY_PER_TENANT], ['SVC_REACTOR_CONCURRENCY_TOTAL', r.SVC_REACTOR_CONCURRENCY_TOTAL]],
+    [['SVC_REACTOR_QUEUE_PER_TENANT', r.SVC_REACTOR_QUEUE_PER_TENANT], ['SVC_REACTOR_QUEUE_TOTAL', r.SVC_REACTOR_QUEUE_TOTAL]],
+    [['SVC_REACTOR_HOT_CONCURRENCY', r.SVC_REACTOR_HOT_CONCURRENCY], ['SVC_REACTOR_WARM_PER_REACTOR', r.SVC_REACTOR_WARM_PER_REACTOR], ['SVC_REACTOR_WARM_TOTAL', r.SVC_REACTOR_WARM_TOTAL]],
+  ]
+  const problems: string[] = []
+  for (const chain of chains) {
+    for (let i = 1; i < chain.length; i++) {
+      const [lowName, low] = chain[i - 1]!
+      const [highName, high] = chain[i]!
+      if (low > high) problems.push(`${lowName} (${low}) must not exceed ${highName} (${high})`)
+    }
+  }
+  return problems
 }
 
 function parseRate(value: string): RateRule {

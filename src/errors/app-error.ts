@@ -7,6 +7,11 @@ export interface AppErrorOptions {
   errors?: FieldErrors
   headers?: Record<string, string>
   cause?: unknown
+  /**
+   * `detail` holds text written by tenant code (a Reactor's error message): the caller gets it,
+   * the service's logs never do, because such text may quote revealed data.
+   */
+  untrustedDetail?: boolean
 }
 
 /**
@@ -20,6 +25,7 @@ export class AppError extends Error {
   readonly detail: string | undefined
   readonly errors: FieldErrors | undefined
   readonly headers: Record<string, string> | undefined
+  readonly untrustedDetail: boolean
 
   constructor(code: ErrorCode, options: AppErrorOptions = {}) {
     const entry = errorCodes[code]
@@ -31,6 +37,7 @@ export class AppError extends Error {
     this.detail = options.detail
     this.errors = options.errors
     this.headers = options.headers
+    this.untrustedDetail = options.untrustedDetail ?? false
   }
 }
 

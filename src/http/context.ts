@@ -5,8 +5,12 @@ import type { Problem } from '../errors/index.js'
 /** What middleware leaves on `ctx.state` for the stages after it. */
 export interface AppState {
   traceId: string
+  /** The caller's address (X-Forwarded-For only from SVC_TRUSTED_PROXIES), for audit events. */
+  clientIp?: string
   principal?: Principal
   body?: unknown
+  /** The request body, when a stage before the route had to read it (idempotency keys). */
+  rawBody?: Buffer
   /** Set by the proxy so its failures render as `{ proxy_error: <problem> }`. */
   wrapProblem?: (problem: Problem) => unknown
 }

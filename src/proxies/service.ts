@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { applicationPrincipal } from '../auth/application-lookup.js'
-import { generateApiKey, looksLikeKey, type KeyHasher } from '../auth/api-keys.js'
+import { looksLikeKey, newApiKey, type KeyHasher } from '../auth/api-keys.js'
+import { authorizeBinding } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import type { Config } from '../config/index.js'
 import { AppError, ValidationError, type FieldErrors } from '../errors/index.js'
@@ -9,6 +10,7 @@ import type { Forwarder } from '../proxy/forward.js'
 import type { TokenResolver } from '../proxy/plugins/detokenize/index.js'
 import type { TransformRunner } from '../proxy/plugins/transform/index.js'
 import { createPreconfiguredProxies, transformReactorId, type TransformKind } from '../proxy/preconfigured-proxy.js'
+import type { InvalidationBus } from '../cache/invalidation-bus.js'
 import type { Page, ProxyRecord, Store } from '../store/index.js'
 import { createProxyCache, type CachedProxy } from './proxy-cache.js'
 
@@ -28,7 +30,7 @@ export interface ProxyWithKey {
   key: string
 }
 
-/** What `/proxy` with SVC-PROXY-KEY runs: the proxy, who it acts as (unless expired) and its service. */
+/** What `/proxy` with SVC-PROXY-KEY runs: the proxy, who it acts as and its service (auth/policies.ts decides whether it may). */
 export type ResolvedProxy = CachedProxy
 
 /** Compiles a transform: 422 on a syntax error (the ReactorSupervisor). */
@@ -40,11 +42,11 @@ export interface TransformCompiler extends TransformRunner {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const KINDS: readonly TransformKind[] = ['request', 'response']
 
-export function proxiesService(deps: { store: Store; hasher: KeyHasher; supervisor: TransformCompiler; forwarder: Forwarder; tokens: TokenResolver; config: Config }) {
+export function proxiesService(deps: { store: Store; bus: InvalidationBus; hasher: KeyHasher; supervisor: TransformCompiler; forwarder: Forwarder; tokens: TokenResolver; config: Config }) {
   const { store, supervisor, config } = deps
   const proxies = createPreconfiguredProxies({ forwarder: deps.forwarder, vault: deps.tokens, runner: supervisor, config })
   const cache = createProxyCache({
-    db: store.db,
+    bus: deps.bus,
     async load(keyHash) {
       const proxy = await store.proxies.findByKeyHash(keyHash)
       if (proxy === undefined) return undefined
@@ -59,7 +61,11 @@ export function proxiesService(deps: { store: Store; hasher: KeyHasher; supervis
     return proxy
   }
 
-  /** Everything a call would trip over is checked on save: destination, Application, code, plugin configs. */
+  /**
+   * Everything a call would trip over is checked on save: destination, Application, code, plugin
+   * configs. The bound Application acts for the transforms' code and, without require_auth, for
+   * whoever holds the proxy key: its grants must be within the caller's own.
+   */
   async function prepare(caller: Principal, input: ProxyInput): Promise<void> {
     const errors: FieldErrors = {}
     const destinationError = checkDestination(input.destination_url)
@@ -75,7 +81,14 @@ export function proxiesService(deps: { store: Store; hasher: KeyHasher; supervis
       errors.application = ['is required when require_auth is false']
     }
     if (Object.keys(errors).length) throw new ValidationError(errors)
+    if (input.application) authorizeBinding(caller, await store.applications.findById(caller.tenantId, input.application.id))
     for (const kind of KINDS) await compile(kind, codeOf(input, kind))
+  }
+
+  /** Changing or removing a proxy that acts as an Application needs that Application's grants within the caller's too. */
+  async function authorizeBound(caller: Principal, proxy: ProxyRecord): Promise<void> {
+    const app = proxy.application_id ? await store.applications.findById(caller.tenantId, proxy.application_id) : undefined
+    authorizeBinding(caller, app, 'id')
   }
 
   function checkDestination(url: string): string | undefined {
@@ -132,7 +145,7 @@ export function proxiesService(deps: { store: Store; hasher: KeyHasher; supervis
   return {
     async createProxy(caller: Principal, input: ProxyInput): Promise<ProxyWithKey> {
       await prepare(caller, input)
-      const key = generateApiKey()
+      const key = newApiKey('proxy')
       const now = new Date()
       const proxy: ProxyRecord = {
         id: randomUUID(),
@@ -155,6 +168,7 @@ export function proxiesService(deps: { store: Store; hasher: KeyHasher; supervis
 
     async updateProxy(caller: Principal, id: string, input: ProxyInput): Promise<ProxyRecord> {
       const current = await find(caller.tenantId, id)
+      await authorizeBound(caller, current)
       await prepare(caller, input)
       const next = fields(caller, input)
       const sameCode = next.request_transform_code === current.request_transform_code && next.response_transform_code === current.response_transform_code
@@ -163,30 +177,24 @@ export function proxiesService(deps: { store: Store; hasher: KeyHasher; supervis
       validatePlugins({ ...current, ...patch })
       const updated = await store.proxies.update(caller.tenantId, id, patch)
       if (!updated) throw new AppError('not_found', { detail: 'No proxy with this id.' })
-      await cache.invalidate(id)
+      await cache.invalidate(current.key_hash)
       retireChanged(current, updated)
       return updated
     },
 
     async deleteProxy(caller: Principal, id: string): Promise<void> {
       const current = await find(caller.tenantId, id)
+      await authorizeBound(caller, current)
       if (!(await store.proxies.delete(caller.tenantId, id))) throw new AppError('not_found', { detail: 'No proxy with this id.' })
-      await cache.invalidate(id)
+      await cache.invalidate(current.key_hash)
       retireChanged(current, undefined)
     },
 
     /** The proxy a SVC-PROXY-KEY names, in any tenant; undefined when none. No database round trip once cached. */
     async resolveKey(key: string): Promise<ResolvedProxy | undefined> {
       if (!looksLikeKey(key)) return undefined
-      const found = await cache.get(deps.hasher.hash(key))
-      if (found === undefined) return undefined
-      // An expired Application acts as nobody from that instant, as it authenticates as nobody.
-      const expiresAt = found.actor?.expiresAt
-      return expiresAt && expiresAt.getTime() <= Date.now() ? { ...found, actor: undefined } : found
+      return cache.get(deps.hasher.hash(key))
     },
-
-    /** An Application's key was invalidated: proxies acting as it are reloaded (wired to the authenticator). */
-    dropActor: (keyHash: string) => cache.dropActor(keyHash),
 
     start: () => cache.start(),
   }

@@ -22,8 +22,9 @@ const BASE_UNSAFE = /[^\x21-\x7e\u00a0-\uffff]|\\/
 // only, no backslash (some servers treat it as a separator) and no fragment.
 const SUFFIX_UNSAFE = /[^\x21-\x7e]|[\\#]/
 const ENCODED_SEPARATOR = /%2f|%5c/gi
-// `..` in any mix of literal dots and %2e, as a whole segment.
-const DOT_DOT_SEGMENT = /(?:^|\/)(?:\.|%2e){2}(?:\/|$)/i
+// `..` in any mix of literal dots and %2e, as a whole segment, or `.`/`..` followed by path
+// parameters (`..;x`, also as %3b): Tomcat and Spring drop the parameters and resolve the dots.
+const DOT_SEGMENT = /(?:^|\/)(?:(?:\.|%2e){2}(?:\/|$)|(?:\.|%2e){1,2}(?:;|%3b))/i
 
 /**
  * Base URL (trailing `/` stripped) + sub-path + query, by concatenation, checked to stay under the
@@ -71,7 +72,7 @@ function parseBase(raw: string | undefined, policy: DestinationPolicy): URL {
   if (authority.includes('@')) throw refuse('Credentials in the URL are not allowed.')
   if (raw.includes('#')) throw refuse('A fragment is not allowed in the URL.')
   const basePath = raw.slice(m[0].length).split('?', 1)[0] ?? ''
-  if (hasTraversal(basePath)) throw refuse('The URL path contains `..` or an empty segment.')
+  if (hasTraversal(basePath)) throw refuse('The URL path contains `..`, a dot segment with parameters or an empty segment.')
   let url: URL
   try {
     url = new URL(raw)
@@ -87,13 +88,16 @@ function checkSuffix(subPath: string, rawQuery: string): void {
   if (SUFFIX_UNSAFE.test(subPath) || SUFFIX_UNSAFE.test(rawQuery)) {
     throw refuse('The path or query contains a character that is not allowed.')
   }
-  if (hasTraversal(subPath)) throw refuse('The path contains `..` or an empty segment.')
+  if (hasTraversal(subPath)) throw refuse('The path contains `..`, a dot segment with parameters or an empty segment.')
 }
 
-/** `..` (also as %2e, also behind %2f / %5c separators) or `//`, either of which can leave the base. */
+/**
+ * `..` (also as %2e, also behind %2f / %5c separators), a dot segment with path parameters, or
+ * `//`: each can leave the base on some server.
+ */
 function hasTraversal(path: string): boolean {
   const plain = path.includes('%') ? path.replace(ENCODED_SEPARATOR, '/') : path
-  return plain.includes('//') || DOT_DOT_SEGMENT.test(plain)
+  return plain.includes('//') || DOT_SEGMENT.test(plain)
 }
 
 function joinQuery(baseSearch: string, rawQuery: string): string {

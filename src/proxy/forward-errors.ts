@@ -16,6 +16,11 @@ const INVALID_REQUEST_CODES = new Set([
 // The caller went away: nobody is left to answer, so the error is passed on untouched.
 const ABORT_CODES = new Set(['UND_ERR_ABORTED', 'ABORT_ERR'])
 
+/** The proxy does not tunnel: a destination that switches protocols (101) is refused on either path. */
+export function upgradeRefusedError(cause?: unknown): AppError {
+  return new AppError('destination_unreachable', { detail: 'The destination switched protocols (101); the proxy does not tunnel upgrades.', cause })
+}
+
 /** A time-out raised by the node:http path, spelled like the OS one so one mapping serves both. */
 export function destinationTimeoutError(): Error {
   return Object.assign(new Error('The destination did not answer in time.'), { code: 'ETIMEDOUT' })
@@ -31,6 +36,8 @@ export function toForwardError(err: unknown): unknown {
   if (err instanceof DestinationRefusedError) {
     return new AppError('destination_refused', { detail: err.message, cause: err })
   }
+  // undici's words for a 101 nobody asked for (client-h1.js).
+  if (err instanceof undiciErrors.SocketError && err.message === 'bad upgrade') return upgradeRefusedError(err)
   // undici's parser errors (a response that is not HTTP) often carry no code, yet they are the destination's.
   if (err instanceof undiciErrors.HTTPParserError) {
     return new AppError('destination_unreachable', { detail: 'The destination sent an invalid HTTP response.', cause: err })

@@ -2,7 +2,7 @@ import http from 'node:http'
 import https from 'node:https'
 import { pipeline, Readable } from 'node:stream'
 import { assertPublicLiteral, policyLookup } from './destination-policy.js'
-import { destinationTimeoutError } from './forward-errors.js'
+import { destinationTimeoutError, upgradeRefusedError } from './forward-errors.js'
 import { stripResponseHeaders, type OutboundHeaders } from './headers.js'
 import type { ForwardBody, ForwardRequest, ForwardResponse } from './forward.js'
 
@@ -59,10 +59,23 @@ function sendInjected(req: ForwardRequest, outbound: OutboundHeaders, o: SendOpt
       lookup: o.allowPrivate ? undefined : policyLookup,
       signal: req.signal,
     })
+    // The socket time-out below is idle time, and a socket handed over on a 101 has none: the
+    // answer's head must come within the time-out, whatever the destination does.
+    const deadline = setTimeout(() => outgoing.destroy(destinationTimeoutError()), o.timeoutMs)
     // Stays attached after the response: a late socket error is reported on the response body.
-    outgoing.on('error', reject)
+    outgoing.on('error', (err) => {
+      clearTimeout(deadline)
+      reject(err)
+    })
     outgoing.setTimeout(o.timeoutMs, () => outgoing.destroy(destinationTimeoutError()))
+    // Asked for or not, a protocol switch is never relayed: the proxy does not tunnel.
+    outgoing.on('upgrade', (_res, socket) => {
+      clearTimeout(deadline)
+      socket.destroy()
+      reject(upgradeRefusedError())
+    })
     outgoing.on('response', (res) => {
+      clearTimeout(deadline)
       // Node drops an IncomingMessage's error when nobody listens; keep it on the stream for a
       // consumer that starts piping late (after-forward plugins), so it sees why, not just "closed".
       res.on('error', noop)

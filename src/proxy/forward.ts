@@ -5,7 +5,7 @@ import { createPolicyConnector } from './destination-policy.js'
 import type { Destination } from './destination-url.js'
 import { createInjectedSender } from './forward-injected.js'
 import { toForwardError } from './forward-errors.js'
-import { prepareRequestHeaders, stripResponseHeaders, type HeaderInput, type ResponseHeaders } from './headers.js'
+import { injectedHeaderProblem, prepareRequestHeaders, stripResponseHeaders, type HeaderInput, type ResponseHeaders } from './headers.js'
 
 export type ForwardBody = Buffer | Uint8Array | string | Readable | null
 
@@ -44,6 +44,8 @@ export interface Forwarder {
   forward(req: ForwardRequest): Promise<ForwardResponse>
   /** Waits for in-flight calls, then closes every pooled connection. */
   close(): Promise<void>
+  /** The shutdown deadline: every call in flight fails at once with 503 unavailable, every connection closes. */
+  abort(): Promise<void>
 }
 
 export const DEFAULT_TIMEOUT_MS = 25_000
@@ -61,6 +63,7 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     bodyTimeout: timeoutMs,
   })
   const injected = createInjectedSender(timeoutMs, options.allowPrivate)
+  let aborted = false
   return {
     async forward(req) {
       // buildDestination checks the scheme too; this guards destinations built any other way.
@@ -70,18 +73,29 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       const outbound = prepareRequestHeaders(req.headers)
       try {
         if (outbound.keepAlive !== undefined || outbound.connection !== undefined) {
+          const problem = injectedHeaderProblem(outbound)
+          if (problem !== undefined) throw new AppError('bad_request', { detail: problem })
           return await injected.send(req, outbound)
         }
         return await sendWithUndici(agent, req, outbound.list)
       } catch (err) {
-        throw toForwardError(err)
+        throw aborted ? shutdownError(err) : toForwardError(err)
       }
     },
     async close() {
       await agent.close()
       injected.close()
     },
+    async abort() {
+      aborted = true
+      injected.close()
+      await agent.destroy(shutdownError(undefined))
+    },
   }
+}
+
+function shutdownError(cause: unknown): AppError {
+  return new AppError('unavailable', { detail: 'The service is shutting down: the destination call was aborted.', headers: { 'Retry-After': '1' }, cause })
 }
 
 async function sendWithUndici(agent: Agent, req: ForwardRequest, headers: string[]): Promise<ForwardResponse> {

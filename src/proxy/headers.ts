@@ -68,6 +68,30 @@ function addRequestHeader(out: OutboundHeaders, name: string, value: string, nam
   out.list.push(name, value)
 }
 
+const CONNECTION_OPTIONS = new Set(['keep-alive', 'close'])
+// RFC 9112 appendix C.2.2's two parameters, each once: `timeout=5, max=100`.
+const KEEP_ALIVE_PARAM = /^(timeout|max)=(\d{1,9})$/i
+
+/**
+ * SVC-PROXY-CONNECTION and SVC-PROXY-KEEP-ALIVE are written to a pooled connection that other
+ * tenants' calls reuse, so only the documented values pass: `keep-alive` or `close`, and
+ * `timeout=<n>`/`max=<n>`. Anything else (`Upgrade`, header names to strip, list tricks) is a
+ * 400: the proxy does not tunnel upgrades. Returns the problem, or undefined when both are fine.
+ */
+export function injectedHeaderProblem(outbound: OutboundHeaders): string | undefined {
+  const { connection, keepAlive } = outbound
+  if (connection !== undefined && !CONNECTION_OPTIONS.has(connection.trim().toLowerCase())) {
+    return 'SVC-PROXY-CONNECTION must be keep-alive or close (the proxy does not tunnel upgrades).'
+  }
+  if (keepAlive !== undefined) {
+    const names = keepAlive.split(',').map((param) => KEEP_ALIVE_PARAM.exec(param.trim())?.[1]?.toLowerCase())
+    if (names.some((name) => name === undefined) || new Set(names).size !== names.length) {
+      return 'SVC-PROXY-KEEP-ALIVE must be timeout=<seconds> and/or max=<requests>, comma-separated.'
+    }
+  }
+  return undefined
+}
+
 /** The destination's headers minus hop-by-hop ones and those its Connection header names. */
 export function stripResponseHeaders(input: Record<string, string | string[] | undefined>): ResponseHeaders {
   const named = connectionNamed(input.connection)

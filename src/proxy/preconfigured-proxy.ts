@@ -8,7 +8,7 @@ import { requestTransformPlugin, responseTransformPlugin, type TransformRunner }
 import { createProxyService, type ProxyService } from './service.js'
 
 /** What of a saved proxy shapes its pipeline. */
-export type ProxyPipelineSpec = Pick<ProxyRecord, 'id' | 'version' | 'request_transform_code' | 'response_transform_code' | 'configuration'>
+export type ProxyPipelineSpec = Pick<ProxyRecord, 'id' | 'tenant_id' | 'version' | 'request_transform_code' | 'response_transform_code' | 'configuration'>
 
 export interface PreconfiguredProxies {
   /** Registers (and so validates) every plugin's config: called on save, and when a proxy is loaded. */
@@ -36,6 +36,7 @@ export function createPreconfiguredProxies(deps: { forwarder: Forwarder; vault: 
       registerPlugin(destinationHeaders, {}),
     ]
     const transform = (code: string, which: TransformKind) => ({
+      tenantId: proxy.tenant_id,
       reactorId: transformReactorId(proxy.id, which),
       version: proxy.version,
       code,

@@ -45,16 +45,23 @@ export function createProxyService(deps: { forwarder: Forwarder; pipeline: Pipel
   const { forwarder, pipeline, policy } = deps
   // Callers send the same few destinations over and over, and parsing and checking a URL is a
   // visible share of a proxied call. Only accepted destinations are kept; the key's separator
-  // cannot occur in a header value or a request line. Bounded by clearing when full.
+  // cannot occur in a header value or a request line. Bounded (entries and bytes) by clearing when full.
   const destinations = new Map<string, Destination>()
+  let destinationBytes = 0
   return {
     destination(baseUrl, path, query) {
       const key = `${baseUrl}\n${path}\n${query}`
       let destination = destinations.get(key)
       if (destination === undefined) {
         destination = buildDestination(baseUrl, path, query, policy)
-        if (destinations.size >= DESTINATION_CACHE_SIZE) destinations.clear()
+        // The key, and the URL and strings parsed from it: about four times the key in UTF-16.
+        const bytes = key.length * 8
+        if (destinations.size >= DESTINATION_CACHE_SIZE || destinationBytes + bytes > DESTINATION_CACHE_BYTES) {
+          destinations.clear()
+          destinationBytes = 0
+        }
         destinations.set(key, destination)
+        destinationBytes += bytes
       }
       return destination
     },
@@ -93,6 +100,7 @@ export function createProxyService(deps: { forwarder: Forwarder; pipeline: Pipel
 }
 
 const DESTINATION_CACHE_SIZE = 1024
+const DESTINATION_CACHE_BYTES = 512 * 1024
 const noop = (): void => {}
 
 /**

@@ -12,16 +12,24 @@ export type ClientIpResolver = (peer: string | undefined, forwardedFor: string |
  * is walked from the right (each trusted proxy appends the address it saw) and the first hop
  * that is not itself trusted is the client. Hops left of it were written by the client and are
  * ignored, so a spoofed header changes nothing. Throws at start-up on a malformed entry.
+ *
+ * An IPv6 client is counted by its network of `ipv6PrefixLength` bits (`2001:db8:1:2::/64`):
+ * one subscriber usually holds a whole /64, and counting per address would give it 2^64
+ * buckets. 128 counts single addresses.
  */
-export function createClientIpResolver(trustedProxies: readonly string[]): ClientIpResolver {
+export function createClientIpResolver(trustedProxies: readonly string[], ipv6PrefixLength = 128): ClientIpResolver {
   const ranges = trustedProxies.map(parseRange)
+  const bucket = (addr: Address): string => {
+    if (addr.kind() === 'ipv4' || ipv6PrefixLength >= 128) return addr.toString()
+    return `${ipaddr.IPv6.networkAddressFromCIDR(`${addr.toString()}/${ipv6PrefixLength}`).toString()}/${ipv6PrefixLength}`
+  }
   const isTrusted = (addr: Address) => ranges.some(([net, bits]) => addr.kind() === net.kind() && addr.match(net, bits))
 
   return (peer, forwardedFor) => {
     const socketAddr = parseAddress(peer)
     // Without an address (socket already gone) every such request shares one bucket.
     if (!socketAddr) return peer ?? 'unknown'
-    if (!forwardedFor || ranges.length === 0 || !isTrusted(socketAddr)) return socketAddr.toString()
+    if (!forwardedFor || ranges.length === 0 || !isTrusted(socketAddr)) return bucket(socketAddr)
     const hops = forwardedFor.split(',')
     let client = socketAddr
     for (let i = hops.length - 1; i >= 0 && isTrusted(client); i--) {
@@ -30,7 +38,7 @@ export function createClientIpResolver(trustedProxies: readonly string[]): Clien
       if (!hop) break
       client = hop
     }
-    return client.toString()
+    return bucket(client)
   }
 }
 

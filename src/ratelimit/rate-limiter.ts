@@ -5,7 +5,15 @@ import { MemoryStore } from './stores/memory.js'
 import { RedisStore } from './stores/redis.js'
 import type { RateLimitLogger, RateLimitStore, ScopeHit } from './types.js'
 
-export type RateLimitDecision = { allowed: true } | { allowed: false; scope: RateScope; retryAfterSeconds: number }
+/** The RateLimit-Limit, -Remaining and -Reset values (IETF httpapi draft): the scope closest to its limit. */
+export interface RateLimitQuota {
+  limit: number
+  remaining: number
+  /** Whole seconds, rounded up. */
+  resetSeconds: number
+}
+
+export type RateLimitDecision = ({ allowed: true } | { allowed: false; scope: RateScope; retryAfterSeconds: number }) & { quota?: RateLimitQuota }
 
 export interface RateLimiterStatus {
   store: 'redis' | 'memory' | 'disabled'
@@ -35,6 +43,7 @@ export interface CreateRateLimiterOptions {
 }
 
 const ALLOWED: RateLimitDecision = Object.freeze({ allowed: true })
+const toSeconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000))
 
 /** Redis windows (with an in-process fallback) when `config.redisUrl` is set, otherwise in process. */
 export function createRateLimiter(options: CreateRateLimiterOptions): RateLimiter {
@@ -58,9 +67,10 @@ export function createRateLimiter(options: CreateRateLimiterOptions): RateLimite
     async check(ip, method, path) {
       const route = selectRouteScope(method, path)
       const decision = await store.hit(ip, route ? scopeLists[route] : scopeLists.none)
-      if (decision.allowed) return ALLOWED
-      // Retry-After is whole seconds; round up so a client that obeys it is never early.
-      return { allowed: false, scope: decision.scope, retryAfterSeconds: Math.max(1, Math.ceil(decision.retryAfterMs / 1000)) }
+      // Seconds round up, so a client that obeys Retry-After or RateLimit-Reset is never early.
+      const quota = { limit: decision.quota.limit, remaining: decision.quota.remaining, resetSeconds: toSeconds(decision.quota.resetMs) }
+      if (decision.allowed) return { allowed: true, quota }
+      return { allowed: false, scope: decision.scope, retryAfterSeconds: toSeconds(decision.retryAfterMs), quota }
     },
     // The connection state makes /readyz honest even when no request has tried Redis lately.
     status: () => (fallback && redis ? { store: 'redis', degraded: fallback.degraded || !redis.connected } : { store: 'memory', degraded: false }),

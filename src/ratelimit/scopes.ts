@@ -11,10 +11,10 @@ export function selectRouteScope(method: string, path: string): RateScope | unde
   if (p === '/portal' || p.startsWith('/portal/')) return 'portal'
   const m = method.toUpperCase()
   if (m === 'POST') {
-    if (p === '/tokens/search') return 'tokens_search'
+    if (p === '/tokens/search' || p === '/v2/tokens/search') return 'tokens_search'
     if (p === '/tokens' || p === '/tokenize') return 'tokens_create'
   }
-  if ((m === 'GET' || m === 'HEAD') && p === '/tokens') return 'tokens_list'
+  if ((m === 'GET' || m === 'HEAD') && (p === '/tokens' || p === '/v2/tokens')) return 'tokens_list'
   return undefined
 }
 

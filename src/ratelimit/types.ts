@@ -8,7 +8,22 @@ export interface ScopeHit {
   blockMs: number
 }
 
-export type Decision = { allowed: true } | { allowed: false; scope: RateScope; retryAfterMs: number }
+/** What the RateLimit-* headers report: the scope of the request closest to its limit. */
+export interface Quota {
+  limit: number
+  remaining: number
+  /** Milliseconds until that scope's window (or block) ends. */
+  resetMs: number
+}
+
+/** One scope's state after a hit: blocked for `blockedMs` (0: allowed), `count` requests in a window ending in `resetMs`. */
+export interface ScopeUsage {
+  blockedMs: number
+  count: number
+  resetMs: number
+}
+
+export type Decision = ({ allowed: true } | { allowed: false; scope: RateScope; retryAfterMs: number }) & { quota: Quota }
 
 /**
  * Counts one request of `ip` in every scope of `scopes` at once. A store must count every scope

@@ -1,4 +1,4 @@
-import type { Decision, ScopeHit } from './types.js'
+import type { Decision, Quota, ScopeHit, ScopeUsage } from './types.js'
 
 /** Per IP and scope: a fixed window that opens with its first request, and a block after it overflows. */
 export interface WindowState {
@@ -27,14 +27,30 @@ export function applyHit(state: WindowState, rule: ScopeHit, now: number): numbe
   return rule.blockMs
 }
 
-/** Denies when any scope is blocked, naming the one that blocks longest. */
-export function decide(scopes: readonly ScopeHit[], blockedMs: readonly number[]): Decision {
+/** The usage applyHit left in `state` at `now`, for the RateLimit-* headers. */
+export function usageOf(state: WindowState, blockedMs: number, now: number): ScopeUsage {
+  return { blockedMs, count: state.count, resetMs: blockedMs > 0 ? blockedMs : Math.max(0, state.windowEndsAt - now) }
+}
+
+/**
+ * Denies when any scope is blocked, naming the one that blocks longest. The quota is the scope
+ * with the fewest requests left (a denied request: the blocking scope, none left).
+ */
+export function decide(scopes: readonly ScopeHit[], usage: readonly ScopeUsage[]): Decision {
   let worst = -1
+  let tightest: Quota | undefined
   for (let i = 0; i < scopes.length; i++) {
-    const ms = blockedMs[i] ?? 0
-    if (ms > 0 && (worst < 0 || ms > (blockedMs[worst] ?? 0))) worst = i
+    const u = usage[i] ?? { blockedMs: 0, count: 0, resetMs: 0 }
+    if (u.blockedMs > 0 && (worst < 0 || u.blockedMs > (usage[worst]?.blockedMs ?? 0))) worst = i
+    const limit = scopes[i]!.limit
+    const remaining = Math.max(0, limit - u.count)
+    if (!tightest || remaining < tightest.remaining || (remaining === tightest.remaining && u.resetMs > tightest.resetMs)) {
+      tightest = { limit, remaining, resetMs: u.resetMs }
+    }
   }
   const scope = scopes[worst]
-  if (!scope) return { allowed: true }
-  return { allowed: false, scope: scope.scope, retryAfterMs: blockedMs[worst] ?? 0 }
+  const quota = tightest ?? { limit: 0, remaining: 0, resetMs: 0 }
+  if (!scope) return { allowed: true, quota }
+  const retryAfterMs = usage[worst]?.blockedMs ?? 0
+  return { allowed: false, scope: scope.scope, retryAfterMs, quota: { limit: scope.limit, remaining: 0, resetMs: retryAfterMs } }
 }

@@ -1,3 +1,4 @@
+import { actingApplication } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import type { Config } from '../config/index.js'
 import { AppError } from '../errors/index.js'
@@ -26,11 +27,8 @@ export function reactorBridges(deps: {
   config: Config
   present: (view: Parameters<Parameters<typeof tokenizeValue>[3]>[0]) => unknown
 }): HostBridges {
-  const actor = (ctx: unknown): Principal => {
-    const principal = (ctx as InvocationContext).actor
-    if (!principal) throw new AppError('forbidden', { detail: 'The Reactor has no Application to act as.' })
-    return principal
-  }
+  // Checked at every bridge call: an Application that expired during a long invocation stops acting.
+  const actor = (ctx: unknown): Principal => actingApplication((ctx as InvocationContext).actor, 'Reactor')
   return {
     tokenize: (ctx, value) => tokenizeValue(deps, actor(ctx), value, deps.present),
     detokenize: (ctx, value) => detokenizeValue(deps.tokens, actor(ctx), value, deps.config.expressions.maxTokens, 'token:use'),

@@ -1,5 +1,6 @@
 import type { Principal } from '../auth/principal.js'
-import type { Database, ReactorRecord } from '../store/index.js'
+import type { InvalidationBus } from '../cache/invalidation-bus.js'
+import type { ReactorRecord } from '../store/index.js'
 import { createCodeCache } from './code-cache.js'
 
 /** A Reactor as `react` needs it: the record and the principal it acts as (its Application). */
@@ -12,23 +13,16 @@ export interface ReactorCache {
   /** The Reactor from memory when cached, else loaded (and cached); undefined when it does not exist. */
   get(tenantId: string, id: string): Promise<CachedReactor | undefined>
   invalidate(reactorId: string): Promise<void>
-  /** Wired to the authenticator, which hears of every Application key change in every process. */
-  dropActor(keyHash: string): void
   start(): Promise<void>
 }
 
 /** `POST /reactors/{id}/react` without reading the Reactor and its Application on every call. */
 export function createReactorCache(deps: {
-  db: Database
+  bus: InvalidationBus
   loadReactor: (tenantId: string, id: string) => Promise<ReactorRecord | undefined>
   loadActor: (reactor: ReactorRecord) => Promise<Principal | undefined>
 }): ReactorCache {
-  const cache = createCodeCache<CachedReactor>({
-    db: deps.db,
-    channel: 'tessera_reactors',
-    idOf: (entry) => entry.reactor.id,
-    sizeOf: (entry) => entry.reactor.code.length,
-  })
+  const cache = createCodeCache<CachedReactor>({ bus: deps.bus, channel: 'tessera_reactors', codeChars: (entry) => entry.reactor.code.length })
   const load = async (tenantId: string, id: string): Promise<CachedReactor | undefined> => {
     const reactor = await deps.loadReactor(tenantId, id)
     return reactor && { reactor, actor: await deps.loadActor(reactor) }
@@ -40,7 +34,6 @@ export function createReactorCache(deps: {
       return entry?.reactor.tenant_id === tenantId ? entry : undefined
     },
     invalidate: (id) => cache.invalidate(id),
-    dropActor: (keyHash) => cache.dropActor(keyHash),
     start: () => cache.start(),
   }
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { applicationPrincipal } from '../auth/application-lookup.js'
+import { actingApplication, authorizeBinding } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import type { Config } from '../config/index.js'
 import { AppError, ValidationError } from '../errors/index.js'
@@ -43,7 +44,11 @@ export function reactorsService(deps: {
     return reactor
   }
 
-  /** Code is compiled on save, so a syntax error is a 422 now rather than a failure at each call. */
+  /**
+   * Code is compiled on save, so a syntax error is a 422 now rather than a failure at each call.
+   * Whoever writes the code wields its Application, so binding one needs its grants within the
+   * caller's own.
+   */
   async function prepare(caller: Principal, input: ReactorInput): Promise<void> {
     if (input.code.length > deps.config.reactors.codeMaxChars) {
       throw ValidationError.field('code', `must be at most ${deps.config.reactors.codeMaxChars} characters`)
@@ -51,19 +56,27 @@ export function reactorsService(deps: {
     if (input.application) {
       const app = UUID.test(input.application.id) ? await store.applications.findById(caller.tenantId, input.application.id) : undefined
       if (!app) throw ValidationError.field('application.id', 'no Application with this id')
+      authorizeBinding(caller, app)
     }
     await supervisor.compile(input.code)
   }
 
-  async function shape(outcome: ReactorOutcome, actor: Principal | undefined): Promise<ReactResult> {
+  /** Changing or removing code that acts as an Application needs that Application's grants within the caller's too. */
+  async function authorizeBound(caller: Principal, reactor: ReactorRecord): Promise<void> {
+    const app = reactor.application_id ? await store.applications.findById(caller.tenantId, reactor.application_id) : undefined
+    authorizeBinding(caller, app, 'id')
+  }
+
+  async function shape(outcome: ReactorOutcome, actor: Principal | undefined, caller: Principal): Promise<ReactResult> {
     if (outcome.kind === 'response') return { kind: 'response', status: outcome.status, headers: outcome.headers, body: outcome.body }
     const value = outcome.value
     if (value === null || typeof value !== 'object' || Array.isArray(value)) return { kind: 'result', body: { raw: value } }
     const { raw, body, headers, tokenize } = value as Record<string, unknown>
     let tokens: unknown
     if (tokenize !== undefined) {
-      if (!actor) throw new AppError('forbidden', { detail: 'The Reactor has no Application to tokenize with.' })
-      tokens = await tokenizeValue(deps, actor, tokenize, deps.present)
+      const acting = actingApplication(actor, 'Reactor')
+      // The answer goes to the caller: it shows no more than both may read.
+      tokens = await tokenizeValue(deps, acting, tokenize, deps.present, [acting, caller])
     }
     return { kind: 'result', body: { raw, body, headers, tokens } }
   }
@@ -95,6 +108,7 @@ export function reactorsService(deps: {
 
     async updateReactor(caller: Principal, id: string, input: ReactorInput): Promise<ReactorRecord> {
       const current = await find(caller.tenantId, id)
+      await authorizeBound(caller, current)
       await prepare(caller, input)
       const updated = await store.reactors.update(caller.tenantId, id, {
         name: input.name,
@@ -112,7 +126,8 @@ export function reactorsService(deps: {
     },
 
     async deleteReactor(caller: Principal, id: string): Promise<void> {
-      if (!UUID.test(id) || !(await store.reactors.delete(caller.tenantId, id))) throw new AppError('not_found', { detail: 'No Reactor with this id.' })
+      await authorizeBound(caller, await find(caller.tenantId, id))
+      if (!(await store.reactors.delete(caller.tenantId, id))) throw new AppError('not_found', { detail: 'No Reactor with this id.' })
       await cache.invalidate(id)
       supervisor.retire(id)
     },
@@ -125,6 +140,7 @@ export function reactorsService(deps: {
       const detokenized = await detokenizeValue(deps.tokens, caller, args, deps.config.expressions.maxTokens, 'token:use')
       const context: InvocationContext = { actor }
       const outcome = await supervisor.invoke({
+        tenantId: reactor.tenant_id,
         reactorId: reactor.id,
         version: reactor.version,
         code: reactor.code,
@@ -132,7 +148,7 @@ export function reactorsService(deps: {
         configuration: reactor.configuration,
         context,
       })
-      return shape(outcome, actor)
+      return shape(outcome, actor, caller)
     },
   }
 }

@@ -1,16 +1,22 @@
 import { fork, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
+import type { Socket } from 'node:net'
 import type { Logger } from 'pino'
 import type { Config } from '../config/index.js'
 import { AppError, ValidationError } from '../errors/index.js'
-import { bridgeErrorMessage, dispatchBridge, type HostBridges } from './runtime/bridge-dispatch.js'
+import type { HostBridges } from './runtime/bridge-dispatch.js'
+import { RuntimeConnection } from './runtime/connection.js'
 import { runtimeLaunchSpec } from './runtime/launch.js'
 import { toOutcome, type ReactorOutcome } from './runtime/outcome.js'
-import type { BridgeCall, ChildMessage, ParentMessage } from './runtime/protocol.js'
+import { LANE_FD_BASE, type ChildMessage, type ParentMessage, type StartKind } from './runtime/protocol.js'
+import { Admission, type AdmissionStats } from './scheduling/admission.js'
+import { WarmPool } from './scheduling/warm-pool.js'
 
 export type { BridgeFetchRequest, BridgeFetchResponse, HostBridges } from './runtime/bridge-dispatch.js'
 
 export interface ReactorInvocation {
+  /** Whose call it is: the fairness caps count per tenant. */
+  tenantId: string
   reactorId: string
   /** Changes whenever the code changes; a new version retires the old warm isolates. */
   version: string
@@ -29,95 +35,122 @@ export interface ReactorStats {
   restarts: number
 }
 
+/** What the runtime holds right now (see `load()`). */
+export interface ReactorLoad extends AdmissionStats {
+  /** Warm isolates kept, in all. */
+  warm: number
+}
+
 export interface ReactorSupervisorOptions {
   config: Config['reactors']
   logger: Logger
   bridges: HostBridges
+  /** The clock of the warm pool's idle window (tests move it; `sweep()` applies it). */
+  now?: () => number
 }
 
-/** Past the child's own watchdog (deadline + 1 s), silence means the child process is stuck. */
-const PARENT_GRACE_MS = 2000
 const START_TIMEOUT_MS = 15_000
 /** A child that dies this soon after starting counts as a crash loop (see abandon). */
 const CRASH_LOOP_MS = 1000
 const MAX_RESPAWN_DELAY_MS = 30_000
+/** Room in a lane frame beyond the payload limit, for its header. */
+const FRAME_HEADROOM_BYTES = 64 * 1024
 
-type Reply = Extract<ChildMessage, { type: 'invoked' | 'compiled' }>
-
-interface Pending {
+/** One runtime child process and the calls to it. */
+interface Runtime {
   child: ChildProcess
-  resolve(reply: Reply): void
-  reject(err: AppError): void
-  timer: NodeJS.Timeout
-  deadlineAt: number
-  /** Set for invocations: bridges need the context, stats and logs the id. */
-  invocation: Pick<ReactorInvocation, 'reactorId' | 'version' | 'context'> | undefined
+  connection: RuntimeConnection
+  pool: WarmPool
 }
 
 /**
  * Owns the Reactor runtime child process: the only way the API process runs Reactor code.
  * It never loads isolated-vm; a crash or out-of-memory in the child costs the calls in flight
- * there (500, or 504 past their deadline) and the child is started again.
+ * there (500, or 504 past their deadline) and the child is started again. Admission (caps and a
+ * bounded queue) happens here, before a call reaches the runtime, and outlives restarts.
  */
 export class ReactorSupervisor {
   private readonly config: Config['reactors']
   private readonly logger: Logger
   private readonly bridges: HostBridges
-  private readonly pending = new Map<number, Pending>()
+  private readonly now: () => number
+  private readonly admission: Admission
   private readonly counters: ReactorStats = { coldStarts: 0, warmStarts: 0, restarts: 0 }
-  private child: ChildProcess | undefined
-  private ready: Promise<ChildProcess> | undefined
-  private onReady: (() => void) | undefined
+  private readonly sweeper: NodeJS.Timeout
+  /** The child process calls go to (from its spawn on; `ready` says when it can take them). */
+  private runtime: Runtime | undefined
+  private ready: Promise<Runtime> | undefined
   private respawnTimer: NodeJS.Timeout | undefined
   private closing: Promise<void> | undefined
   private startedAt = 0
   private quickCrashes = 0
-  private nextId = 0
 
   constructor(opts: ReactorSupervisorOptions) {
     this.config = opts.config
     this.logger = opts.logger
     this.bridges = opts.bridges
+    this.now = opts.now ?? Date.now
+    this.admission = new Admission(opts.config, Math.max(1, Math.ceil(opts.config.queue.timeoutMs / 1000)))
+    // Extras beyond hot concurrency go within about a quarter of the idle window after it ends.
+    this.sweeper = setInterval(() => this.sweep(), Math.max(1000, opts.config.warm.idleMs / 4))
+    this.sweeper.unref()
   }
 
   async start(): Promise<void> {
-    await this.ensureChild()
+    await this.ensureRuntime()
   }
 
   /** Syntax check only; throws AppError 'reactor_compile' (422) with the compiler's position. */
   async compile(code: string): Promise<void> {
     if (code.length > this.config.codeMaxChars) throw ValidationError.field('code', `must be at most ${this.config.codeMaxChars} characters`)
-    const child = await this.ensureChild()
-    const id = ++this.nextId
-    const reply = await this.call(child, { type: 'compile', id, code }, undefined)
-    if (reply.type === 'compiled' && reply.error !== undefined) {
-      throw new AppError('reactor_compile', { detail: reply.error, errors: { code: [reply.error] } })
-    }
+    const { connection } = await this.ensureRuntime()
+    const error = await connection.compile(code)
+    if (error !== undefined) throw new AppError('reactor_compile', { detail: error, errors: { code: [error] } })
   }
 
+  /**
+   * Runs one call and answers within the deadline: the call waits for a slot at most the queue
+   * time-out (capped at half the deadline, so it keeps most of its time to run), else 503, and
+   * the time it waited counts against its deadline. (Waiting for a runtime that is restarting
+   * does not: that wait is bounded by the start time-out, and the call gets its full time.)
+   */
   async invoke(req: ReactorInvocation): Promise<ReactorOutcome> {
     const input = this.encodeInput(req)
-    const child = await this.ensureChild()
-    const id = ++this.nextId
-    const message: ParentMessage = { type: 'invoke', id, reactorId: req.reactorId, version: req.version, code: req.code, input }
-    const reply = await this.call(child, message, { reactorId: req.reactorId, version: req.version, context: req.context })
-    if (reply.type !== 'invoked') throw new AppError('reactor_error', { detail: 'The Reactor runtime answered out of turn.' })
-    this.count(req, reply.start)
-    return toOutcome(reply.outcome)
+    const queuedAt = Date.now()
+    const { timeoutMs } = this.config
+    const release = await this.admission.admit(req, Math.min(this.config.queue.timeoutMs, timeoutMs / 2))
+    try {
+      const ms = timeoutMs - (Date.now() - queuedAt)
+      const { connection } = await this.ensureRuntime()
+      const { start, outcome } = await connection.run(req, input, ms)
+      this.count(req, start)
+      return toOutcome(outcome)
+    } finally {
+      release()
+    }
   }
 
   /** The Reactor was deleted (new code needs no call: a new version retires the old isolates). */
   retire(reactorId: string): void {
-    if (this.child !== undefined) this.send(this.child, { type: 'retire', reactorId })
+    this.runtime?.connection.retire(reactorId)
+  }
+
+  /** Lets warm isolates beyond hot concurrency that were idle for the idle window go (also runs on a timer). */
+  sweep(): void {
+    this.runtime?.connection.sweep()
   }
 
   /** The runtime child's pid while one runs (for health checks and tests). */
   get pid(): number | undefined {
-    return this.child?.pid
+    return this.runtime?.child.pid
   }
 
   stats(): ReactorStats {
     return { ...this.counters }
+  }
+
+  load(): ReactorLoad {
+    return { ...this.admission.stats(), warm: this.runtime?.pool.stats().warm ?? 0 }
   }
 
   /** Kills the child; calls in flight fail. Idempotent. */
@@ -139,94 +172,48 @@ export class ReactorSupervisor {
     return input
   }
 
-  private count(req: ReactorInvocation, start: 'warm' | 'cold' | undefined): void {
-    if (start === 'warm') this.counters.warmStarts++
-    if (start !== 'cold') return
+  private count(req: ReactorInvocation, start: StartKind): void {
+    if (start === 'warm') {
+      this.counters.warmStarts++
+      return
+    }
     this.counters.coldStarts++
     this.logger.debug({ reactorId: req.reactorId, version: req.version, coldStarts: this.counters.coldStarts }, 'reactor cold start')
   }
 
-  private call(child: ChildProcess, message: ParentMessage & { id: number }, invocation: Pending['invocation']): Promise<Reply> {
-    const { id } = message
-    return new Promise<Reply>((resolve, reject) => {
-      const timer = setTimeout(() => this.onStuck(id), this.config.timeoutMs + PARENT_GRACE_MS)
-      this.pending.set(id, { child, resolve, reject, timer, deadlineAt: Date.now() + this.config.timeoutMs, invocation })
-      this.send(child, message)
-    })
-  }
-
-  /** The child missed its own watchdog: it is wedged, so it goes (and comes back). */
-  private onStuck(id: number): void {
-    const pending = this.pending.get(id)
-    if (pending === undefined) return
-    this.settle(id, undefined, timeoutError(this.config.timeoutMs))
-    this.logger.error({ pid: pending.child.pid }, 'reactor runtime missed a deadline; restarting it')
-    this.abandon(pending.child)
-    pending.child.kill('SIGKILL')
-  }
-
-  private settle(id: number, reply: Reply | undefined, err?: AppError): void {
-    const pending = this.pending.get(id)
-    if (pending === undefined) return
-    this.pending.delete(id)
-    clearTimeout(pending.timer)
-    if (reply !== undefined) pending.resolve(reply)
-    else pending.reject(err ?? new AppError('reactor_error'))
-  }
-
-  private onMessage(child: ChildProcess, message: ChildMessage): void {
-    switch (message.type) {
-      case 'ready':
-        if (child === this.child) this.onReady?.()
-        return
-      case 'invoked':
-      case 'compiled':
-        return this.settle(message.id, message)
-      case 'bridge':
-        return this.onBridge(child, message)
-      case 'log':
-        this.logger[message.level](message.data, message.msg)
-        return
-    }
-  }
-
-  private onBridge(child: ChildProcess, call: BridgeCall): void {
-    const answer = (ok: boolean, json: string): void => this.send(child, { type: 'bridge-result', id: call.id, callId: call.callId, ok, json })
-    const invocation = this.pending.get(call.id)?.invocation
-    if (invocation === undefined) return answer(false, 'The invocation has ended.')
-    dispatchBridge(this.bridges, call.op, invocation.context, call.json).then(
-      (json) => answer(true, json),
-      (err: unknown) => {
-        if (!(err instanceof AppError)) this.logger.warn({ err, reactorId: invocation.reactorId, op: call.op }, 'reactor bridge call failed')
-        answer(false, bridgeErrorMessage(err))
-      },
-    )
-  }
-
-  private ensureChild(): Promise<ChildProcess> {
+  /** The running runtime, or one starting. */
+  private ensureRuntime(): Promise<Runtime> {
     if (this.closing !== undefined) return Promise.reject(new AppError('unavailable', { detail: 'The Reactor runtime is shut down.' }))
     this.ready ??= this.spawn()
     return this.ready
   }
 
-  private spawn(): Promise<ChildProcess> {
+  private spawn(): Promise<Runtime> {
     const { modulePath, execArgv } = runtimeLaunchSpec()
-    const child = fork(modulePath, [], { execArgv, serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
+    // One socket pair per worker thread (its lane), after stdin/stdout/stderr and IPC.
+    const lanes = Array.from({ length: this.config.workers }, () => 'pipe' as const)
+    // The child gets an allow-listed environment, never the API process's secrets (config/runtime-env.ts).
+    const child = fork(modulePath, [], { execArgv, env: { ...this.config.childEnv }, serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc', ...lanes] })
     this.startedAt = Date.now()
-    this.child = child
-    child.on('message', (message) => this.onMessage(child, message as ChildMessage))
-    const ready = new Promise<ChildProcess>((resolve, reject) => {
+    child.on('message', (message: ChildMessage) => this.logger[message.level]({ ...message.data, err: message.err }, message.msg))
+    const ready = new Promise<Runtime>((resolve, reject) => {
       const timer = setTimeout(() => child.kill('SIGKILL'), START_TIMEOUT_MS)
       const gone = (code: number | null, signal: NodeJS.Signals | null): void => {
         clearTimeout(timer)
         reject(new AppError('unavailable', { detail: 'The Reactor runtime could not start.' }))
         this.onExit(child, code, signal)
       }
-      this.onReady = () => {
-        clearTimeout(timer)
-        this.quickCrashes = 0
-        resolve(child)
+      const pool = this.newPool(lanes.length)
+      const runtime: Runtime = {
+        child,
+        pool,
+        connection: this.connect(child, pool, () => {
+          clearTimeout(timer)
+          this.quickCrashes = 0
+          resolve(runtime)
+        }),
       }
+      this.runtime = runtime
       child.once('exit', gone)
       // A process that failed to spawn never emits 'exit'.
       child.on('error', (err) => {
@@ -240,22 +227,46 @@ export class ReactorSupervisor {
     return ready
   }
 
+  private newPool(lanes: number): WarmPool {
+    const { warm, hotConcurrency } = this.config
+    return new WarmPool({ hotConcurrency, perReactor: warm.perReactor, total: warm.total, idleMs: warm.idleMs }, lanes, this.now)
+  }
+
+  private connect(child: ChildProcess, pool: WarmPool, onReady: () => void): RuntimeConnection {
+    return new RuntimeConnection({
+      lanes: Array.from({ length: this.config.workers }, (_, i) => child.stdio[LANE_FD_BASE + i] as Socket),
+      pool,
+      bridges: this.bridges,
+      logger: this.logger,
+      maxFrameBytes: this.config.payloadMaxBytes + FRAME_HEADROOM_BYTES,
+      onReady,
+      onStuck: (reason) => {
+        this.logger.error({ pid: child.pid, reason }, 'reactor runtime is stuck; restarting it')
+        // The call that missed its deadline gets 504 (it is late); the others in flight, 500.
+        this.fail(child, crashError())
+        child.kill('SIGKILL')
+      },
+    })
+  }
+
   private onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
-    const now = Date.now()
-    for (const [id, pending] of this.pending) {
-      if (pending.child !== child) continue
-      this.settle(id, undefined, now >= pending.deadlineAt ? timeoutError(this.config.timeoutMs) : crashError())
-    }
-    if (child === this.child && this.closing === undefined) this.logger.warn({ code, signal }, 'reactor runtime exited; restarting it')
+    this.fail(child, crashError())
+    if (child === this.runtime?.child && this.closing === undefined) this.logger.warn({ code, signal }, 'reactor runtime exited; restarting it')
+    this.abandon(child)
+  }
+
+  /** Fails the calls in flight in `child` (504 for those past their deadline) and stops routing to it. */
+  private fail(child: ChildProcess, err: AppError): void {
+    const runtime = this.runtime?.child === child ? this.runtime : undefined
+    runtime?.connection.fail((late) => (late ? timeoutError(this.config.timeoutMs) : err))
     this.abandon(child)
   }
 
   /** Stops routing calls to `child` at once (before it has even exited) and starts a new one. */
   private abandon(child: ChildProcess): void {
-    if (child !== this.child) return
-    this.child = undefined
+    if (child !== this.runtime?.child) return
+    this.runtime = undefined
     this.ready = undefined
-    this.onReady = undefined
     if (this.closing !== undefined) return
     this.counters.restarts++
     // Dying young again and again (a broken install, a Reactor that kills the process on
@@ -264,7 +275,7 @@ export class ReactorSupervisor {
     const delay = this.quickCrashes === 0 ? 0 : Math.min(MAX_RESPAWN_DELAY_MS, CRASH_LOOP_MS * 2 ** (this.quickCrashes - 1))
     this.respawnTimer = setTimeout(() => {
       this.respawnTimer = undefined
-      this.ensureChild().catch((err: unknown) => this.logger.error({ err }, 'reactor runtime restart failed'))
+      this.ensureRuntime().catch((err: unknown) => this.logger.error({ err }, 'reactor runtime restart failed'))
     }, delay)
   }
 
@@ -278,8 +289,10 @@ export class ReactorSupervisor {
 
   private async shutdown(): Promise<void> {
     clearTimeout(this.respawnTimer)
-    const child = this.child
-    for (const id of [...this.pending.keys()]) this.settle(id, undefined, new AppError('unavailable', { detail: 'The Reactor runtime is shut down.' }))
+    clearInterval(this.sweeper)
+    const runtime = this.runtime
+    runtime?.connection.fail(() => new AppError('unavailable', { detail: 'The Reactor runtime is shut down.' }))
+    const child = runtime?.child
     if (child === undefined || child.exitCode !== null || child.signalCode !== null) return
     const exited = once(child, 'exit')
     child.kill('SIGKILL')
@@ -288,8 +301,8 @@ export class ReactorSupervisor {
 }
 
 function limitsOf(config: Config['reactors']) {
-  const { timeoutMs, memoryMb, hotConcurrency, payloadMaxBytes, workers } = config
-  return { timeoutMs, memoryMb, hotConcurrency, payloadMaxBytes, workers }
+  const { timeoutMs, memoryMb, payloadMaxBytes, workers } = config
+  return { timeoutMs, memoryMb, payloadMaxBytes, workers }
 }
 
 function timeoutError(timeoutMs: number): AppError {

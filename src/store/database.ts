@@ -1,22 +1,29 @@
 import { mkdirSync } from 'node:fs'
 import path from 'node:path'
 import knexFactory, { type Knex } from 'knex'
-import ClientPgLite from 'knex-pglite'
 import pg from 'pg'
+import type { Logger } from 'pino'
 import type { Config } from '../config/index.js'
 import { migrationSource } from '../../migrations/index.js'
+import { BoundedPg, BoundedPgLite } from './bounded-client.js'
+import { Listener, type ListenerState } from './listener.js'
 
 export type DatabaseKind = 'postgres' | 'pglite'
+export type { ListenerState } from './listener.js'
 
 export interface Database {
   readonly knex: Knex
   readonly kind: DatabaseKind
-  /** Subscribes to cross-process notifications (Postgres LISTEN); a no-op on PGlite, which is one process. */
+  /**
+   * Subscribes to notifications from other processes (Postgres LISTEN); a no-op on PGlite,
+   * which is one process. Several handlers may share a channel.
+   */
   listen(channel: string, onMessage: (payload: string) => void): Promise<void>
-  /** Sends a notification to every process listening on `channel`, including this one. */
+  /** Sends a notification to every process listening on `channel` (on Postgres, this one too). */
   notify(channel: string, payload: string): Promise<void>
-  /** Called once if the listening connection is lost (notifications may have been missed). */
-  onListenerLost(handler: () => void): void
+  /** `lost`: notifications may be missed from now on; `restored`: listening again after a loss. */
+  onListenerState(handler: (state: ListenerState) => void): void
+  /** Rejects when the database does not answer within the statement bound. */
   ping(): Promise<void>
   close(): Promise<void>
 }
@@ -26,59 +33,94 @@ export interface OpenDatabaseOptions {
   schema?: string
   /** PGlite only: keep the database in memory instead of under `dataDir`. */
   inMemory?: boolean
+  /** Default true: bring the schema up to date on open (the CLI's `migrate` does it itself). */
+  migrate?: boolean
+  /** Receives knex's and the listener's warnings. */
+  logger?: Logger
 }
 
 // Postgres returns int8 (count(*)) as a string; our counts fit in a JS number.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number.parseInt(v, 10))
 
+/** The client gives up this long after the server's own statement_timeout should have fired. */
+const CLIENT_MARGIN_MS = 1_000
+
 /** Opens Postgres when DATABASE_URL is set, otherwise embedded PGlite, and runs the migrations. */
 export async function openDatabase(config: Config, options: OpenDatabaseOptions = {}): Promise<Database> {
-  const db = config.databaseUrl ? await openPostgres(config.databaseUrl, options.schema) : openPglite(config, options)
-  await db.knex.migrate.latest({ migrationSource })
-  return db
+  if (!config.databaseUrl) {
+    const db = openPglite(config, options)
+    if (options.migrate !== false) await db.knex.migrate.latest({ migrationSource })
+    return db
+  }
+  if (options.migrate !== false) await migratePostgres(config.databaseUrl, options.schema)
+  else if (options.schema) await createSchema(config.databaseUrl, options.schema)
+  return openPostgres(config, config.databaseUrl, options)
 }
 
-async function openPostgres(url: string, schema: string | undefined): Promise<Database> {
-  if (schema) {
-    const admin = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 1 } })
-    await admin.raw('create schema if not exists ??', [schema]).finally(() => admin.destroy())
+export interface MigrationStatus {
+  completed: string[]
+  pending: string[]
+}
+
+/** Runs the pending migrations and returns their names (empty: the schema was up to date). */
+export async function runMigrations(db: Database): Promise<string[]> {
+  const [, names] = (await db.knex.migrate.latest({ migrationSource })) as [number, string[]]
+  return names
+}
+
+export async function migrationStatus(db: Database): Promise<MigrationStatus> {
+  const [completed, pending] = (await db.knex.migrate.list({ migrationSource })) as [unknown[], unknown[]]
+  // knex names completed migrations as { name } and pending ones as the source gives them.
+  const name = (m: unknown) => (typeof m === 'string' ? m : String((m as { name?: string; file?: string }).name ?? (m as { file?: string }).file))
+  return { completed: completed.map(name), pending: pending.map(name) }
+}
+
+async function createSchema(url: string, schema: string): Promise<void> {
+  const admin = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 1 } })
+  await admin.raw('create schema if not exists ??', [schema]).finally(() => admin.destroy())
+}
+
+/** On a connection of its own, without the statement bound: a migration may rightly take long. */
+async function migratePostgres(url: string, schema: string | undefined): Promise<void> {
+  const admin = knexFactory({ client: 'pg', connection: url, searchPath: schema ? [schema] : undefined, pool: { min: 0, max: 1 } })
+  try {
+    if (schema) await admin.raw('create schema if not exists ??', [schema])
+    await admin.migrate.latest({ migrationSource })
+  } finally {
+    await admin.destroy()
   }
+}
+
+function openPostgres(config: Config, url: string, options: OpenDatabaseOptions): Database {
+  const { statementTimeoutMs, acquireTimeoutMs, poolMax, listenerBackoffMaxMs } = config.database
   const knex = knexFactory({
-    client: 'pg',
-    connection: url,
-    searchPath: schema ? [schema] : undefined,
-    pool: { min: 1, max: 10 },
+    client: BoundedPg,
+    connection: {
+      connectionString: url,
+      statement_timeout: statementTimeoutMs,
+      query_timeout: statementTimeoutMs + CLIENT_MARGIN_MS,
+      connectionTimeoutMillis: acquireTimeoutMs,
+      keepAlive: true,
+    } as Knex.PgConnectionConfig,
+    searchPath: options.schema ? [options.schema] : undefined,
+    acquireConnectionTimeout: acquireTimeoutMs,
+    pool: { min: 0, max: poolMax },
+    log: knexLog(options.logger),
   })
-  let listener: pg.Client | undefined
-  const lost: (() => void)[] = []
-  const handlers = new Map<string, (payload: string) => void>()
+  const listener = new Listener({ url, logger: options.logger, timeoutMs: acquireTimeoutMs, backoffMaxMs: listenerBackoffMaxMs })
   return {
     knex,
     kind: 'postgres',
-    async listen(channel, onMessage) {
-      if (!listener) {
-        listener = new pg.Client({ connectionString: url })
-        listener.on('notification', (msg) => handlers.get(msg.channel)?.(msg.payload ?? ''))
-        const onLost = () => lost.splice(0).forEach((fn) => fn())
-        listener.on('error', onLost)
-        listener.on('end', onLost)
-        await listener.connect()
-      }
-      handlers.set(channel, onMessage)
-      await listener.query(`LISTEN ${pg.escapeIdentifier(channel)}`)
-    },
+    listen: (channel, onMessage) => listener.listen(channel, onMessage),
     async notify(channel, payload) {
       await knex.raw('select pg_notify(?, ?)', [channel, payload])
     },
-    onListenerLost(handler) {
-      lost.push(handler)
-    },
+    onListenerState: (handler) => listener.onState(handler),
     async ping() {
       await knex.raw('select 1')
     },
     async close() {
-      lost.length = 0
-      await listener?.end().catch(() => undefined)
+      await listener.close()
       await knex.destroy()
     },
   }
@@ -91,18 +133,14 @@ function openPglite(config: Config, options: OpenDatabaseOptions): Database {
     mkdirSync(filename, { recursive: true })
     connection = { filename }
   }
-  const knex = knexFactory({ client: ClientPgLite, dialect: 'postgres', connection })
-  const handlers = new Map<string, (payload: string) => void>()
+  // One connection (PGlite is single-user): the acquire bound is what keeps a queue of requests bounded.
+  const knex = knexFactory({ client: BoundedPgLite, dialect: 'postgres', connection, acquireConnectionTimeout: config.database.acquireTimeoutMs, log: knexLog(options.logger) })
   return {
     knex,
     kind: 'pglite',
-    async listen(channel, onMessage) {
-      handlers.set(channel, onMessage)
-    },
-    async notify(channel, payload) {
-      handlers.get(channel)?.(payload)
-    },
-    onListenerLost() {},
+    async listen() {},
+    async notify() {},
+    onListenerState() {},
     async ping() {
       await knex.raw('select 1')
     },
@@ -110,4 +148,9 @@ function openPglite(config: Config, options: OpenDatabaseOptions): Database {
       await knex.destroy()
     },
   }
+}
+
+function knexLog(logger: Logger | undefined): Knex.Config['log'] {
+  const log = (msg: unknown) => logger?.debug({ knex: msg }, 'knex')
+  return { warn: log, error: log, deprecate: log, debug: log }
 }

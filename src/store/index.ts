@@ -1,6 +1,9 @@
 import type { Knex } from 'knex'
 import { openDatabase, type Database, type OpenDatabaseOptions } from './database.js'
+export { openDatabase, runMigrations, migrationStatus, type MigrationStatus } from './database.js'
 import { applicationsRepository } from './repositories/applications.js'
+import { idempotencyRepository } from './repositories/idempotency.js'
+import { auditRepository } from './repositories/audit.js'
 import { metaRepository } from './repositories/meta.js'
 import { proxiesRepository } from './repositories/proxies.js'
 import { reactorsRepository } from './repositories/reactors.js'
@@ -18,6 +21,8 @@ export interface Store {
   sessions: ReturnType<typeof sessionsRepository>
   reactors: ReturnType<typeof reactorsRepository>
   proxies: ReturnType<typeof proxiesRepository>
+  idempotency: ReturnType<typeof idempotencyRepository>
+  audit: ReturnType<typeof auditRepository>
   /** Runs `fn` in one transaction; repositories accept the transaction as their last argument. */
   transaction<T>(fn: (trx: Knex.Transaction) => Promise<T>): Promise<T>
 }
@@ -33,6 +38,8 @@ export async function openStore(config: Config, options: OpenDatabaseOptions = {
     sessions: sessionsRepository(db.knex),
     reactors: reactorsRepository(db.knex),
     proxies: proxiesRepository(db.knex),
+    idempotency: idempotencyRepository(db.knex),
+    audit: auditRepository(db.knex, db.kind),
     transaction: (fn) => db.knex.transaction(fn),
   }
 }
@@ -42,10 +49,12 @@ export type { ApplicationRecord, ApplicationType, ApplicationFilter, Page } from
 export type { Tenant, TenantSettings } from './repositories/tenants.js'
 export { defaultTenantSettings } from './repositories/tenants.js'
 export type { AccessRuleRecord } from './repositories/types.js'
-export type { TokenRecord, TokenFilter, AccessScope } from './repositories/tokens.js'
+export type { TokenRecord, TokenFilter, TokenPosition, AccessScope, ScopeMatch } from './repositories/tokens.js'
 export type { SessionRecord } from './repositories/sessions.js'
 export type { ReactorRecord } from './repositories/reactors.js'
 export type { ProxyRecord, ProxyPatch } from './repositories/proxies.js'
+export type { IdempotencyRecord } from './repositories/idempotency.js'
+export type { AuditRow, UnsealedAuditRow, ChainHead, CheckpointRow, ChainSealer, AuditFilter, AuditPosition, ChainReader, AuditRepository } from './repositories/audit.js'
 
 /** A Postgres (or PGlite) unique-constraint violation, for translating into a 409. */
 export function isUniqueViolation(err: unknown): boolean {

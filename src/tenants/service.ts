@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
-import { generateApiKey, type KeyHasher } from '../auth/api-keys.js'
-import { permissionsFor } from '../auth/permissions.js'
+import { newApiKey, type KeyHasher } from '../auth/api-keys.js'
+import { fullCeiling, permissionsFor } from '../auth/permissions.js'
 import { AppError } from '../errors/index.js'
+import type { TenantSettingsCache } from './settings-cache.js'
 import { defaultTenantSettings, isUniqueViolation, type ApplicationRecord, type Store, type Tenant, type TenantSettings } from '../store/index.js'
 
 export interface TenantWithKey {
@@ -11,11 +12,14 @@ export interface TenantWithKey {
   key: string
 }
 
-export function tenantsService(deps: { store: Store; hasher: KeyHasher }) {
+export function tenantsService(deps: { store: Store; hasher: KeyHasher; settings: Pick<TenantSettingsCache, 'invalidate'> }) {
   const { store, hasher } = deps
 
-  /** A tenant and its first management Application, holding every management permission. */
-  async function createTenant(name: string, key = generateApiKey()): Promise<TenantWithKey> {
+  /**
+   * A tenant and its first management Application, holding every management permission and
+   * the full grant ceiling (it may hand out any token permission; its own key still acts on no token).
+   */
+  async function createTenant(name: string, key = newApiKey('management')): Promise<TenantWithKey> {
     const now = new Date()
     const tenant: Tenant = { id: randomUUID(), name, settings: { ...defaultTenantSettings }, created_at: now, modified_at: now }
     const application: ApplicationRecord = {
@@ -25,7 +29,7 @@ export function tenantsService(deps: { store: Store; hasher: KeyHasher }) {
       type: 'management',
       key_hash: hasher.hash(key),
       permissions: permissionsFor('management'),
-      rules: [],
+      rules: [fullCeiling()],
       created_by: null,
       created_at: now,
       modified_by: null,
@@ -77,6 +81,7 @@ export function tenantsService(deps: { store: Store; hasher: KeyHasher }) {
       if (!current) throw new AppError('not_found', { detail: 'No such tenant.' })
       const updated = await store.tenants.updateSettings(id, { ...current.settings, ...patch }, new Date())
       if (!updated) throw new AppError('not_found', { detail: 'No such tenant.' })
+      await deps.settings.invalidate(id)
       return updated
     },
   }

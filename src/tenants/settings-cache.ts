@@ -1,11 +1,8 @@
-import type { Database, Tenant, TenantSettings } from '../store/index.js'
+import { approximateBytes } from '../cache/approximate-bytes.js'
+import { createInvalidatingCache } from '../cache/invalidating-cache.js'
+import type { InvalidationBus } from '../cache/invalidation-bus.js'
 import { AppError } from '../errors/index.js'
-import type { TenantsService } from './service.js'
-
-const CHANNEL = 'tessera_tenant_settings'
-// Invalidation is by NOTIFY; the TTL is a second line that bounds staleness should a
-// notification ever be missed.
-const TTL_MS = 5_000
+import type { Tenant, TenantSettings } from '../store/index.js'
 
 export interface TenantSettingsCache {
   /** The tenant's settings, from memory when fresh: the proxy reads them on every request. */
@@ -15,45 +12,23 @@ export interface TenantSettingsCache {
   start(): Promise<void>
 }
 
-export function createTenantSettingsCache(deps: { db: Database; load: (id: string) => Promise<Tenant | undefined> }): TenantSettingsCache {
-  const cache = new Map<string, { settings: TenantSettings; until: number }>()
-  // Bumped on every invalidation: a load that raced with one must not cache what it read.
-  let generation = 0
-  const drop = (tenantId: string) => {
-    generation++
-    cache.delete(tenantId)
-  }
-
+export function createTenantSettingsCache(deps: { bus: InvalidationBus; load: (id: string) => Promise<Tenant | undefined> }): TenantSettingsCache {
+  const cache = createInvalidatingCache<TenantSettings>({
+    bus: deps.bus,
+    channel: 'tessera_tenant_settings',
+    maxEntries: 10_000,
+    maxBytes: 4 * 1024 * 1024,
+    // Invalidation is by NOTIFY; the TTL is a second line that bounds staleness should one be missed.
+    ttlMs: 5_000,
+    sizeOf: approximateBytes,
+  })
   return {
     async get(tenantId) {
-      const hit = cache.get(tenantId)
-      const now = Date.now()
-      if (hit && hit.until > now) return hit.settings
-      const seen = generation
-      const tenant = await deps.load(tenantId)
-      if (!tenant) throw new AppError('forbidden', { detail: 'The tenant does not exist.' })
-      if (seen === generation) cache.set(tenantId, { settings: tenant.settings, until: now + TTL_MS })
-      return tenant.settings
+      const settings = await cache.get(tenantId, async () => (await deps.load(tenantId))?.settings)
+      if (!settings) throw new AppError('forbidden', { detail: 'The tenant does not exist.' })
+      return settings
     },
-    async invalidate(tenantId) {
-      drop(tenantId)
-      await deps.db.notify(CHANNEL, tenantId)
-    },
-    async start() {
-      await deps.db.listen(CHANNEL, drop)
-      deps.db.onListenerLost(() => cache.clear())
-    },
-  }
-}
-
-/** The tenants service with every settings change announced to the cache. */
-export function invalidatingSettings(service: TenantsService, cache: TenantSettingsCache): TenantsService {
-  return {
-    ...service,
-    async updateSettings(id, patch) {
-      const tenant = await service.updateSettings(id, patch)
-      await cache.invalidate(id)
-      return tenant
-    },
+    invalidate: (tenantId) => cache.invalidate(tenantId),
+    start: () => cache.start(),
   }
 }

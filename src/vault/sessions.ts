@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto'
-import { holdsPermission, validatePermissions, validateRules, type AccessRule } from '../auth/access-rules.js'
-import { generateApiKey, type KeyHasher } from '../auth/api-keys.js'
+import { validatePermissions, validateRules } from '../auth/access-rules.js'
+import { generateApiKey, newApiKey, type KeyHasher } from '../auth/api-keys.js'
+import { applicationPrincipal } from '../auth/application-lookup.js'
 import type { Authenticator } from '../auth/authenticator.js'
+import { authorizeGrant, authorizeSessionStep } from '../auth/policies.js'
 import type { Principal, PrincipalLookup } from '../auth/principal.js'
 import { AppError, ValidationError, type FieldErrors } from '../errors/index.js'
 import type { AccessRuleRecord, Store } from '../store/index.js'
@@ -19,14 +21,16 @@ export interface SessionGrant {
 /**
  * Sessions let a browser or mobile client (public Application) act with grants a backend
  * (private Application) gives it: the client creates a session and passes the nonce to its
- * backend, which authorizes it. Until then the session key can do nothing.
+ * backend, which authorizes it. Until then the session key can do nothing. A session lives no
+ * longer than either Application and acts within its authorizer's current grants (see
+ * `sessionLookup`).
  */
 export function sessionsService(deps: { store: Store; hasher: KeyHasher; authenticator: Authenticator }) {
   const { store, hasher, authenticator } = deps
   return {
     async createSession(caller: Principal): Promise<{ session_key: string; nonce: string; expires_at: Date }> {
-      if (caller.type !== 'public') throw new AppError('forbidden', { detail: 'Sessions are created with a public Application key.' })
-      const sessionKey = generateApiKey()
+      authorizeSessionStep(caller, 'create')
+      const sessionKey = newApiKey('session')
       const nonce = generateApiKey('nonce_')
       const now = new Date()
       const expiresAt = new Date(now.getTime() + SESSION_LIFETIME_MS)
@@ -36,9 +40,11 @@ export function sessionsService(deps: { store: Store; hasher: KeyHasher; authent
         key_hash: hasher.hash(sessionKey),
         nonce_hash: hasher.hash(nonce),
         created_by: caller.id,
+        created_by_key_hash: caller.keyHash,
         permissions: [],
         rules: [],
         authorized_by: null,
+        authorized_by_key_hash: null,
         authorized_at: null,
         created_at: now,
         expires_at: expiresAt,
@@ -47,7 +53,7 @@ export function sessionsService(deps: { store: Store; hasher: KeyHasher; authent
     },
 
     async authorizeSession(caller: Principal, grant: SessionGrant): Promise<{ expires_at: Date }> {
-      if (caller.type !== 'private') throw new AppError('forbidden', { detail: 'Sessions are authorized with a private Application key.' })
+      authorizeSessionStep(caller, 'authorize')
       const permissions = grant.permissions ?? []
       const rules = grant.rules ?? []
       const errors: FieldErrors = { ...validatePermissions(permissions, 'session'), ...validateRules(rules, 'session') }
@@ -56,16 +62,13 @@ export function sessionsService(deps: { store: Store; hasher: KeyHasher; authent
       const lifetime = expiresAt.getTime() - Date.now()
       if (lifetime <= 0 || lifetime > MAX_LIFETIME_MS) (errors.expires_at ??= []).push('must be in the future and within 24 hours')
       if (Object.keys(errors).length) throw new ValidationError(errors)
-      // An authorizer can hand on only what it holds itself.
-      for (const p of [...permissions, ...rules.flatMap((r) => r.permissions)]) {
-        if (!holdsPermission(caller.rules as AccessRule[], caller.permissions, p)) {
-          throw new AppError('forbidden', { detail: `The authorizing key does not hold ${p} itself.` })
-        }
-      }
+      // An authorizer can hand on only what it holds itself: containers, conditions and transforms included.
+      authorizeGrant(caller, { permissions, rules }, { what: 'The session grant' })
       const session = await store.sessions.authorize(caller.tenantId, hasher.hash(grant.nonce), {
         permissions,
         rules,
         authorized_by: caller.id,
+        authorized_by_key_hash: caller.keyHash,
         authorized_at: new Date(),
         expires_at: expiresAt,
       })
@@ -85,10 +88,25 @@ export function sessionsService(deps: { store: Store; hasher: KeyHasher; authent
 
 export type SessionsService = ReturnType<typeof sessionsService>
 
+/**
+ * A session key as a principal, tied to the Applications behind it: it stops when either is
+ * deleted, expires or has its key regenerated (the key it was created or authorized with is no
+ * longer theirs), and it acts within its authorizer's current grants. The Applications service
+ * invalidates the session keys of an Application it changes, so this holds on every process at once.
+ */
 export function sessionLookup(store: Store): PrincipalLookup {
+  const current = async (tenantId: string, id: string | null, keyHash: string | null) => {
+    const app = id === null ? undefined : await store.applications.findById(tenantId, id)
+    return app !== undefined && app.key_hash === keyHash ? applicationPrincipal(app) : undefined
+  }
   return async (keyHash) => {
     const s = await store.sessions.findByKeyHash(keyHash)
     if (!s) return undefined
+    const creator = await current(s.tenant_id, s.created_by, s.created_by_key_hash)
+    if (creator === undefined) return undefined
+    const authorizer = s.authorized_by === null ? undefined : await current(s.tenant_id, s.authorized_by, s.authorized_by_key_hash)
+    if (s.authorized_by !== null && authorizer === undefined) return undefined
+    const expiries = [new Date(s.expires_at), creator.expiresAt, authorizer?.expiresAt ?? null].filter((d): d is Date => d !== null)
     return {
       kind: 'session',
       id: s.id,
@@ -96,8 +114,10 @@ export function sessionLookup(store: Store): PrincipalLookup {
       type: 'session',
       permissions: s.permissions,
       rules: s.rules,
-      expiresAt: new Date(s.expires_at),
+      expiresAt: new Date(Math.min(...expiries.map((d) => d.getTime()))),
       keyHash: s.key_hash,
+      // Not yet authorized: no grants of its own, so nothing to bound.
+      within: authorizer && { permissions: authorizer.permissions, rules: authorizer.rules },
     }
   }
 }

@@ -4,7 +4,7 @@ import { ValidationError, type FieldErrors } from '../errors/index.js'
 import { tokenIdProblem } from '../expressions/index.js'
 import type { TokenRecord } from '../store/index.js'
 import { encryptData, type KeyedHasher, type Keyring } from './crypto/index.js'
-import { fingerprintInput, getTokenType, searchIndexValues, validateDataTemplate, type TokenTypeName } from './types/index.js'
+import { canonicalJson, fingerprintInput, getTokenType, maskProblems, searchIndexValues, validateDataTemplate, type TokenTypeName } from './types/index.js'
 
 /** The writable fields of a token, after schema validation. */
 export interface TokenFields {
@@ -24,8 +24,12 @@ export interface VaultCrypto {
   hasher: KeyedHasher
 }
 
-/** Field errors for everything the schema cannot check: data per type, id, containers, templates, expiry. */
-export function validateTokenFields(fields: TokenFields, options: { checkId: boolean }): FieldErrors {
+/**
+ * Field errors for everything the schema cannot check: data per type, id, containers,
+ * templates, what a mask may show, expiry. `checkMaskLimits` is off only for a mask an update
+ * carries over unchanged (it is limited again whenever it is rendered).
+ */
+export function validateTokenFields(fields: TokenFields, options: { checkId: boolean; checkMaskLimits: boolean }): FieldErrors {
   const type = getTokenType(fields.type)
   const errors: FieldErrors = { ...type.validate(fields.data) }
   const add = (field: string, message: string) => (errors[field] ??= []).push(message)
@@ -36,7 +40,11 @@ export function validateTokenFields(fields: TokenFields, options: { checkId: boo
   fields.containers?.forEach((c, i) => {
     if (!isValidContainer(c)) add(`containers[${i}]`, 'must start and end with / and use lower-case [a-z0-9_-] segments')
   })
-  if (fields.mask !== undefined && fields.mask !== null) Object.assign(errors, validateDataTemplate(fields.mask, 'mask'))
+  if (fields.mask !== undefined && fields.mask !== null) {
+    const templateErrors = validateDataTemplate(fields.mask, 'mask')
+    Object.assign(errors, templateErrors)
+    if (options.checkMaskLimits && !templateErrors.mask) for (const problem of maskProblems(fields.mask, type.maskLimits, type.name)) add('mask', problem)
+  }
   if (fields.fingerprint_expression) Object.assign(errors, validateDataTemplate(fields.fingerprint_expression, 'fingerprint_expression'))
   fields.search_indexes?.forEach((expr, i) => Object.assign(errors, validateDataTemplate(expr, `search_indexes[${i}]`)))
   if (fields.expires_at && new Date(fields.expires_at).getTime() <= Date.now()) add('expires_at', 'must be in the future')
@@ -51,7 +59,8 @@ export function buildTokenRecord(
   crypto: VaultCrypto,
   existing?: TokenRecord,
 ): TokenRecord {
-  const errors = validateTokenFields(fields, { checkId: !existing })
+  const maskChanged = !existing || (fields.mask !== undefined && canonicalJson(fields.mask) !== canonicalJson(existing.mask))
+  const errors = validateTokenFields(fields, { checkId: !existing, checkMaskLimits: maskChanged })
   if (Object.keys(errors).length) throw new ValidationError(errors)
   const type = getTokenType(fields.type)
   const id = existing?.id ?? fields.id ?? randomUUID()

@@ -1,24 +1,33 @@
+import type { TokenPermission } from '../auth/permissions.js'
+import { answerTransform, authorizeContainers, authorizeToken, authorizeViewChange, tokenScopes } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import { AppError } from '../errors/index.js'
-import { isUniqueViolation, type Page, type Store, type TokenFilter, type TokenRecord } from '../store/index.js'
-import { accessScope, authorizeToken } from './access.js'
+import { isUniqueViolation, type AccessScope, type Page, type Store, type TokenFilter, type TokenPosition, type TokenRecord } from '../store/index.js'
 import { decryptData, openData, unwrapDataKey } from './crypto/index.js'
 import type { TokenCache, UsableToken } from './token-cache.js'
 import { parseSearchQuery } from './search-query.js'
 import { buildTokenRecord, mergePatch, type TokenFields, type VaultCrypto } from './token-builder.js'
-import { applyTransform, type Transform, type TokenTypeName } from './types/index.js'
+import { allowedMask, applyTransform, canonicalJson, getTokenType, isTokenTypeName, type Transform, type TokenTypeName } from './types/index.js'
 import type { VaultKeys } from './vault-keys.js'
 import { requireReady } from './vault-keys.js'
 
-/** A token as a caller may see it: the row plus `data` shaped by the deciding rule's transform. */
+/** A token as a caller may see it: the row plus `data` shaped by the answer's transform (see `answerTransform`). */
 export interface TokenView {
   record: TokenRecord
   /** undefined: omit `data` (redact, or mask without a mask). */
   data: unknown
+  /** What the answer may show; under `redact` nothing derived from the data (the fingerprint) either. */
+  transform: Transform
 }
 
 export interface CreateTokenInput extends TokenFields {
   deduplicate_token?: boolean
+}
+
+/** A keyset page (`/v2`): `next` is where the following page starts, absent on the last one. */
+export interface CursorPage<T> {
+  items: T[]
+  next: TokenPosition | undefined
 }
 
 export type TokenPatch = Partial<Omit<TokenFields, 'type' | 'id' | 'metadata'>> & { metadata?: Record<string, string | null> | null }
@@ -27,9 +36,9 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
   const crypto = (): VaultCrypto => requireReady(keys)
 
   function view(record: TokenRecord, transform: Transform, data?: unknown): TokenView {
-    if (transform === 'redact') return { record, data: undefined }
+    if (transform === 'redact') return { record, data: undefined, transform }
     const plaintext = data === undefined ? decrypt(record) : data
-    return { record, data: applyTransform(transform, { data: plaintext, mask: record.mask }) }
+    return { record, data: shape(transform, record, plaintext), transform }
   }
 
   function decrypt(record: TokenRecord): unknown {
@@ -67,10 +76,48 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
     return found
   }
 
-  async function listPage(principal: Principal, permission: string, filter: TokenFilter, page: number, size: number): Promise<Page<TokenView>> {
+  async function listPage(principal: Principal, permission: TokenPermission, filter: TokenFilter, scopes: AccessScope[], page: number, size: number): Promise<Page<TokenView>> {
     crypto()
-    const result = await store.tokens.list(principal.tenantId, filter, accessScope(principal, permission), page, size)
-    return { total: result.total, items: result.items.map((r) => view(r, authorizeToken(principal, permission, r))) }
+    const result = await store.tokens.list(principal.tenantId, filter, scopes, page, size)
+    return { total: result.total, items: result.items.map((r) => view(r, answerTransform(principal, permission, r))) }
+  }
+
+  /** The v2 form of listPage: the same scope and per-row decision, paged by position. */
+  async function listFrom(principal: Principal, permission: TokenPermission, filter: TokenFilter, scopes: AccessScope[], after: TokenPosition | undefined, size: number): Promise<CursorPage<TokenView>> {
+    crypto()
+    // One row more than asked tells whether another page follows, without a count.
+    const rows = await store.tokens.listAfter(principal.tenantId, filter, scopes, after, size + 1)
+    const items = rows.slice(0, size)
+    const last = items.at(-1)
+    const next = rows.length > size && last ? { createdAt: last.created_at, id: last.id } : undefined
+    return { items: items.map((r) => view(r, answerTransform(principal, permission, r))), next }
+  }
+
+  /**
+   * Terms on values derived from the data are equality tests of the plaintext: they match only
+   * tokens the caller's search decision shows at least masked, never redacted ones.
+   */
+  function searchScopes(principal: Principal, filter: TokenFilter): AccessScope[] {
+    const scopes = tokenScopes(principal, 'token:search')
+    if (filter.fingerprints?.length || filter.searchHashes?.length) scopes.push(...tokenScopes(principal, 'token:search', 'mask'))
+    return scopes
+  }
+
+  /** A search query as a filter, or undefined when its terms cannot all hold (nothing matches). */
+  function searchFilter(principal: Principal, query: string): TokenFilter | undefined {
+    const terms = parseSearchQuery(query)
+    const { hasher } = crypto()
+    // Terms are ANDed: two different values for one single-valued field match nothing.
+    const single = [terms.ids, terms.types, terms.fingerprints]
+    if (single.some((values) => new Set(values).size > 1)) return undefined
+    return {
+      ids: terms.ids,
+      types: terms.types,
+      containers: terms.containers,
+      metadata: terms.metadata,
+      fingerprints: terms.fingerprints,
+      searchHashes: terms.data.map((v) => hasher.searchIndexHash(principal.tenantId, v)),
+    }
   }
 
   return {
@@ -79,10 +126,13 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
 
     async createToken(principal: Principal, input: CreateTokenInput): Promise<TokenView> {
       const record = buildTokenRecord(principal.tenantId, input, principal.id, crypto())
-      const transform = authorizeToken(principal, 'token:create', record)
+      authorizeContainers(principal, 'token:create', record.id, record.containers)
       if (input.deduplicate_token && record.fingerprint) {
-        const existing = await store.tokens.findByFingerprint(principal.tenantId, record.type, record.fingerprint)
-        if (existing) return view(existing, authorizeToken(principal, 'token:create', existing))
+        // Only a token the caller may both create and read is returned; anyone else gets a new
+        // token, so the answer never tells whether the value was already stored.
+        const scopes = [...tokenScopes(principal, 'token:create'), ...tokenScopes(principal, 'token:read')]
+        const existing = await store.tokens.findByFingerprint(principal.tenantId, record.type, record.fingerprint, scopes)
+        if (existing) return view(existing, answerTransform(principal, 'token:create', existing))
       }
       try {
         await store.tokens.insert(record)
@@ -90,7 +140,7 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
         if (isUniqueViolation(err)) throw new AppError('conflict', { detail: 'A token with this id exists.', cause: err })
         throw err
       }
-      return view(record, transform, input.data)
+      return view(record, answerTransform(principal, 'token:create', record), input.data)
     },
 
     async getToken(principal: Principal, id: string): Promise<TokenView> {
@@ -101,6 +151,7 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
     async updateToken(principal: Principal, id: string, patch: TokenPatch): Promise<TokenView> {
       const current = await find(principal, id)
       authorizeToken(principal, 'token:update', current)
+      authorizeViewChange(principal, current, changedViews(current, patch))
       const data = patch.data === undefined ? decrypt(current) : mergePatch(decrypt(current), patch.data)
       const fields: TokenFields = {
         type: current.type as TokenTypeName,
@@ -115,12 +166,16 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
       }
       const next = buildTokenRecord(principal.tenantId, fields, principal.id, crypto(), current)
       if (patch.expires_at === undefined) next.expires_at = current.expires_at
-      // Moving a token needs the permission where it lands as well as where it was.
-      const transform = authorizeToken(principal, 'token:update', next)
+      // Moving a token (adding or removing a container) needs the permission on every container involved.
+      if (canonicalJson(next.containers) !== canonicalJson(current.containers)) {
+        authorizeContainers(principal, 'token:update', id, [...new Set([...current.containers, ...next.containers])])
+      }
+      authorizeToken(principal, 'token:update', next)
       const updated = await store.tokens.update(principal.tenantId, id, next)
       await cache.invalidate(principal.tenantId, id)
       if (!updated) throw new AppError('not_found', { detail: 'No token with this id.' })
-      return view(next, transform, data)
+      // The answer shows no more than the caller could read: a write-only key sent data, it does not get the merged data back.
+      return view(next, answerTransform(principal, 'token:update', next), data)
     },
 
     async deleteToken(principal: Principal, id: string): Promise<void> {
@@ -131,23 +186,22 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
       if (!deleted) throw new AppError('not_found', { detail: 'No token with this id.' })
     },
 
-    listTokens: (principal: Principal, filter: TokenFilter, page: number, size: number) => listPage(principal, 'token:read', filter, page, size),
+    listTokens: (principal: Principal, filter: TokenFilter, page: number, size: number) =>
+      listPage(principal, 'token:read', filter, tokenScopes(principal, 'token:read'), page, size),
 
     async searchTokens(principal: Principal, query: string, page: number, size: number): Promise<Page<TokenView>> {
-      const terms = parseSearchQuery(query)
-      const { hasher } = crypto()
-      // Terms are ANDed: two different values for one single-valued field match nothing.
-      const single = [terms.ids, terms.types, terms.fingerprints]
-      if (single.some((values) => new Set(values).size > 1)) return { total: 0, items: [] }
-      const filter: TokenFilter = {
-        ids: terms.ids,
-        types: terms.types,
-        containers: terms.containers,
-        metadata: terms.metadata,
-        fingerprints: terms.fingerprints,
-        searchHashes: terms.data.map((v) => hasher.searchIndexHash(principal.tenantId, v)),
-      }
-      return listPage(principal, 'token:search', filter, page, size)
+      const filter = searchFilter(principal, query)
+      if (!filter) return { total: 0, items: [] }
+      return listPage(principal, 'token:search', filter, searchScopes(principal, filter), page, size)
+    },
+
+    listTokensFrom: (principal: Principal, filter: TokenFilter, after: TokenPosition | undefined, size: number) =>
+      listFrom(principal, 'token:read', filter, tokenScopes(principal, 'token:read'), after, size),
+
+    async searchTokensFrom(principal: Principal, query: string, after: TokenPosition | undefined, size: number): Promise<CursorPage<TokenView>> {
+      const filter = searchFilter(principal, query)
+      if (!filter) return { items: [], next: undefined }
+      return listFrom(principal, 'token:search', filter, searchScopes(principal, filter), after, size)
     },
 
     /**
@@ -164,12 +218,28 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
         if (!token) throw new AppError('bad_request', { detail: `Unknown token ${JSON.stringify(id)}.` })
         const transform = authorizeToken(principal, permission, token.record)
         const data = transform === 'redact' ? undefined : openData(token.dataKey, token.record.ciphertext, { tenantId: token.record.tenant_id, tokenId: id })
-        const shaped = data === undefined ? undefined : applyTransform(transform, { data, mask: token.record.mask })
+        const shaped = data === undefined ? undefined : shape(transform, token.record, data)
         values.set(id, shaped === undefined ? null : shaped)
       }
       return (id) => (values.has(id) ? values.get(id) : unknownToken(id))
     },
   }
+}
+
+/** `data` under `transform`; a mask is rendered only while it stays within its type's limits. */
+function shape(transform: Transform, record: Pick<TokenRecord, 'type' | 'mask'>, data: unknown): unknown {
+  const mask = transform === 'mask' && isTokenTypeName(record.type) ? allowedMask(getTokenType(record.type), record.mask) : null
+  return applyTransform(transform, { data, mask })
+}
+
+/** The data-derived views a patch really changes (sent with a value other than the stored one). */
+function changedViews(current: TokenRecord, patch: TokenPatch): string[] {
+  const views = [
+    ['mask', patch.mask, current.mask],
+    ['fingerprint_expression', patch.fingerprint_expression, current.fingerprint_expression],
+    ['search_indexes', patch.search_indexes, current.search_indexes],
+  ] as const
+  return views.filter(([, next, now]) => next !== undefined && canonicalJson(next) !== canonicalJson(now)).map(([field]) => field)
 }
 
 function unknownToken(id: string): never {

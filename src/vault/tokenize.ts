@@ -1,9 +1,9 @@
+import { answerTransform, authorizeContainers } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import { AppError, ValidationError, type FieldErrors } from '../errors/index.js'
 import { compileValue, ExpressionError } from '../expressions/index.js'
 import type { Store, TokenRecord } from '../store/index.js'
 import { isUniqueViolation } from '../store/index.js'
-import { authorizeToken } from './access.js'
 import { buildTokenRecord, type TokenFields } from './token-builder.js'
 import type { TokenService, TokenView } from './token-service.js'
 import { isTokenTypeName } from './types/index.js'
@@ -15,13 +15,15 @@ const FULL_TOKEN_KEYS = new Set(['id', 'type', 'data', 'containers', 'metadata',
 /**
  * `POST /tokenize`: every leaf becomes a `token` token and every `{type, data, ...}` object a
  * full token; the answer has the same shape. All or nothing: one transaction, and nothing is
- * written unless every token validates and is permitted.
+ * written unless every token validates and is permitted. Full tokens in the answer show no
+ * more than each of `viewers` may read (a Reactor's `{tokenize}` result goes to its caller).
  */
 export async function tokenizeValue(
   deps: { store: Store; keys: VaultKeys; tokens: TokenService },
   principal: Principal,
   value: unknown,
   present: (view: TokenView) => unknown,
+  viewers: readonly Principal[] = [principal],
 ): Promise<unknown> {
   const crypto = requireReady(deps.keys)
   const records: { record: TokenRecord; data: unknown; full: boolean }[] = []
@@ -41,7 +43,7 @@ export async function tokenizeValue(
   const collect = (fields: TokenFields, path: string, full: boolean): number => {
     try {
       const record = buildTokenRecord(principal.tenantId, fields, principal.id, crypto)
-      authorizeToken(principal, 'token:create', record)
+      authorizeContainers(principal, 'token:create', record.id, record.containers)
       records.push({ record, data: fields.data, full })
     } catch (err) {
       if (!(err instanceof AppError)) throw err
@@ -63,7 +65,7 @@ export async function tokenizeValue(
     throw err
   }
   const answers = records.map(({ record, data, full }) =>
-    full ? present(deps.tokens.view(record, authorizeToken(principal, 'token:create', record), data)) : record.id,
+    full ? present(deps.tokens.view(record, answerTransform(principal, 'token:create', record, viewers), data)) : record.id,
   )
   return fill(shape, answers)
 }

@@ -15,7 +15,7 @@ t.test('applications API', async (t) => {
     const res = await create(app, { ...privateApp, rules: [{ priority: 1, container: '/pci/', transform: 'mask', permissions: ['token:read'] }] })
     t.equal(res.status, 201)
     t.match(res.body, { name: 'backend', type: 'private', permissions: ['token:read', 'token:use'] })
-    t.match(res.body.key, /^key_[A-Za-z0-9]{43}$/)
+    t.match(res.body.key, /^tsr_priv_[A-Za-z0-9]{43}$/)
     t.match(res.body.id, /^[0-9a-f-]{36}$/)
     t.ok(res.body.created_at && res.body.modified_at)
     const me = await app.request('GET', '/applications/key')
@@ -61,7 +61,7 @@ t.test('applications API', async (t) => {
       ],
       [
         { name: 'n', type: 'private', rules: [{ priority: 1, container: '/a/', conditions: [{ attribute: 'id', operator: 'equals', value: 'x' }], transform: 'mask', permissions: ['token:read'] }] },
-        'rules[0]',
+        'rules[0].container',
       ],
       [
         {
@@ -122,7 +122,8 @@ t.test('applications API', async (t) => {
     const missing = await app.request('PUT', '/applications/00000000-0000-4000-8000-000000000000', { body: { name: 'x', permissions: ['token:read'] } })
     t.equal(missing.status, 404)
     // The updated grants apply to the Application's next request.
-    const mgmt = await create(app, { name: 'm', type: 'management', permissions: ['application:read', 'application:create'] })
+    // Token permissions on a management key are the ceiling of what it may grant (issue 12).
+    const mgmt = await create(app, { name: 'm', type: 'management', permissions: ['application:read', 'application:create', 'token:read', 'token:use'] })
     t.equal((await create(app, privateApp, mgmt.body.key)).status, 201)
     await app.request('PUT', `/applications/${mgmt.body.id}`, { body: { name: 'm', permissions: ['application:read'] } })
     t.equal((await create(app, privateApp, mgmt.body.key)).status, 403, 'revoked permission is gone at once')
@@ -133,7 +134,7 @@ t.test('applications API', async (t) => {
     t.equal((await app.request('GET', '/applications/key', { key: created.body.key })).status, 200)
     const regen = await app.request('POST', `/applications/${created.body.id}/regenerate`)
     t.equal(regen.status, 200)
-    t.match(regen.body.key, /^key_/)
+    t.match(regen.body.key, /^tsr_mgmt_/)
     t.not(regen.body.key, created.body.key)
     t.equal((await app.request('GET', '/applications/key', { key: created.body.key })).status, 401)
     t.equal((await app.request('GET', '/applications/key', { key: regen.body.key })).status, 200)
@@ -189,7 +190,7 @@ t.test('tenant isolation: another tenant sees 404 everywhere', async (t) => {
   const app = await startTestApp(t, { SVC_OPERATOR_KEY: 'operator-key-0123456789abcdef0123456789' })
   const other = await app.request('POST', '/tenants', { key: 'operator-key-0123456789abcdef0123456789', body: { name: 'acme' } })
   t.equal(other.status, 201)
-  t.match(other.body, { tenant: { name: 'acme' }, application: { type: 'management', key: /^key_/ } })
+  t.match(other.body, { tenant: { name: 'acme' }, application: { type: 'management', key: /^tsr_mgmt_/ } })
   const otherKey = other.body.application.key
   const mine = await create(app, privateApp)
   const id = mine.body.id

@@ -3,6 +3,7 @@ import { startTestApp } from '../helpers/app.js'
 import { rawRequest } from '../helpers/proxy.js'
 import { appKey } from '../helpers/tokens.js'
 import { startStub } from '../unit/proxy/fixtures/stub-server.js'
+import { eventually } from '../helpers/wait.js'
 
 // Two Tessera processes on one Postgres: a proxy cached by one must follow changes made through the other.
 t.test('pre-configured proxies: changes in one process take effect at once in another', { skip: process.env.DATABASE_URL ? false : 'needs DATABASE_URL (PGlite is one process)' }, async (t) => {
@@ -24,14 +25,15 @@ t.test('pre-configured proxies: changes in one process take effect at once in an
 
   const moved = await a.request('PUT', `/proxies/${created.body.id}`, { body: { name: 'p', destination_url: second.origin, require_auth: false, application: { id: actor.body.id } } })
   t.equal(moved.status, 200)
-  t.equal((await call()).status, 200)
+  // Each change reaches b by NOTIFY on b's own connection: the checks wait for it (up to 5 s).
+  t.equal((await eventually(call, () => second.seen.length > 0)).status, 200)
   t.equal(second.seen.length, 1, 'b forwards to the new destination')
 
   await a.request('PUT', `/applications/${actor.body.id}`, {
     body: { name: 'actor', rules: [{ priority: 1, container: '/pci/', transform: 'reveal', permissions: ['token:use'] }] },
   })
-  t.equal((await call()).status, 403, "b acts with the Application's new rules")
+  t.equal((await eventually(call, (res) => res.status !== 200)).status, 403, "b acts with the Application's new rules")
 
   await a.request('DELETE', `/proxies/${created.body.id}`)
-  t.equal((await call()).status, 401, 'the deleted proxy\'s key is refused by b')
+  t.equal((await eventually(call, (res) => res.status !== 403)).status, 401, 'the deleted proxy\'s key is refused by b')
 })

@@ -19,7 +19,7 @@ t.test('Proxies API: create, list, get, update, delete with validation', async (
     t.equal(created.status, 201)
     t.match(created.body, {
       id: String,
-      key: /^key_[A-Za-z0-9]{43}$/,
+      key: /^tsr_proxy_[A-Za-z0-9]{43}$/,
       name: 'charges',
       destination_url: `${stub.origin}/v1`,
       request_transform: { code: ECHO },
@@ -33,7 +33,7 @@ t.test('Proxies API: create, list, get, update, delete with validation', async (
     const got = await app.request('GET', `/proxies/${created.body.id}`)
     t.equal(got.status, 200)
     t.equal(got.body.key, undefined, 'get does not return the key')
-    t.notMatch(got.text, /key_hash|key_[A-Za-z0-9]{43}/)
+    t.notMatch(got.text, /key_hash|tsr_proxy_[A-Za-z0-9]{43}/)
     const list = await app.request('GET', '/proxies?size=10')
     t.equal(list.status, 200)
     t.match(list.body.pagination, { total_items: 1, page_number: 1, page_size: 10, total_pages: 1 })

@@ -21,7 +21,9 @@ t.test('ephemeral proxy: detokenization', async (t) => {
     object: await createToken(app, writer, { type: 'token', data: { a: 1, b: [true, null], s: 'x' } }),
     card: await createToken(app, writer, { type: 'card', data: CARD }),
     crlf: await createToken(app, writer, { type: 'token', data: 'evil\r\nX-Injected: 1' }),
-    nul: await createToken(app, writer, { type: 'token', data: 'evil\u0000tail' }),
+    // The JSON API refuses NUL now (400), but tokens stored before that may hold one: stored
+    // through the vault directly, the proxy must still refuse to put it into a header.
+    nul: (await app.services.tokens.createToken(await app.services.authenticator.authenticate(writer), { type: 'token', data: 'evil\u0000tail' })).record.id,
     special: await createToken(app, writer, { type: 'token', data: 'a b&c=d/é+"q"\\' }),
   }
   const generalOnly = await createKey(app, {

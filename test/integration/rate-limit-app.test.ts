@@ -171,3 +171,10 @@ t.test('Redis frozen (accepts TCP, never answers): bounded answers, no 500, limi
   check(later, 'after the probe interval')
   t.same(later.map((r) => r.status), [...Array(GLOBAL).fill(200), 429], 'limits still apply')
 })
+
+t.test('IPv6 clients are counted per /64', async (t) => {
+  // Two addresses of one /64: one bucket. A neighbouring /64: another client.
+  t.same(await statuses(app, '2001:db8:64:1::1', GLOBAL, 'GET', '/healthz'), Array(GLOBAL).fill(200))
+  assertLimited(t, await from(app, '2001:db8:64:1:ffff:ffff:ffff:fffe', 'GET', '/healthz'), 'global', 'another address of the same /64 is limited')
+  t.equal((await from(app, '2001:db8:64:2::1', 'GET', '/healthz')).status, 200, 'the next /64 is not')
+})

@@ -140,8 +140,8 @@ t.test('Reactor code runs on lower-priority threads; the runtime main thread and
   const niceOf = (tid: string) => Number(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ')[16])
   const own = getPriority(process.pid)
   const threads = readdirSync(`/proc/${pid}/task`).map((tid) => ({ tid, nice: niceOf(tid) }))
-  t.equal(niceOf(String(pid)), own, 'the main thread, which relays answers, keeps the API process priority')
-  // Piscina's worker threads and the isolated-vm threads they started (at least the one that ran the call).
+  t.equal(niceOf(String(pid)), own, 'the main thread keeps the API process priority')
+  // The worker threads and the isolated-vm threads they started (at least the one that ran the call).
   t.ok(threads.filter((th) => th.nice === Math.max(own, ISOLATE_THREAD_NICE)).length >= 2, JSON.stringify(threads))
   t.equal(getPriority(process.pid), own, 'the API process is untouched')
 })

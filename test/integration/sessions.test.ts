@@ -18,7 +18,7 @@ t.test('session lifecycle', async (t) => {
   t.equal((await app.request('POST', '/sessions', { key: privateKey })).status, 403, 'only public keys create sessions')
   const session = await app.request('POST', '/sessions', { key: publicKey })
   t.equal(session.status, 201)
-  t.match(session.body, { session_key: /^key_/, nonce: /^nonce_/, expires_at: String })
+  t.match(session.body, { session_key: /^tsr_sess_/, nonce: /^nonce_/, expires_at: String })
   const lifetime = new Date(session.body.expires_at).getTime() - Date.now()
   t.ok(lifetime > 170_000 && lifetime <= 180_000, 'default lifetime is 3 minutes')
 

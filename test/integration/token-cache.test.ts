@@ -24,7 +24,7 @@ t.test('detokenization: one query for uncached tokens, none when cached, changes
   t.same((await detok()).body.k0, 'v0')
   t.equal(queries - cached, 0, 'served from the cache')
 
-  const patched = await app.request('PATCH', `/tokens/${ids[0]}`, { key, body: { data: 'changed' } })
+  const patched = await app.request('PATCH', `/tokens/${ids[0]}`, { key, body: { data: 'changed' }, headers: { 'content-type': 'application/merge-patch+json' } })
   t.equal(patched.status, 200)
   t.equal((await detok()).body.k0, 'changed', 'an update is seen at once')
   t.equal((await app.request('DELETE', `/tokens/${ids[1]}`, { key })).status, 204)

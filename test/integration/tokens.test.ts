@@ -87,7 +87,7 @@ t.test('tokens: create, read, update, delete, list', async (t) => {
     t.same(patched.body.metadata, { k: 'v', new: 'n' })
     const read = await app.request('GET', `/tokens/${id}`, { key: revealer })
     t.same(read.body.data, { a: 1, c: 3 })
-    const typeChange = await app.request('PATCH', `/tokens/${id}`, { key: writer, body: { type: 'card' } })
+    const typeChange = await app.request('PATCH', `/tokens/${id}`, { key: writer, body: { type: 'card' }, headers: { 'content-type': 'application/merge-patch+json' } })
     t.equal(typeChange.status, 400)
     const wrongMedia = await app.request('PATCH', `/tokens/${id}`, { key: writer, rawBody: '{}', headers: { 'content-type': 'text/plain' } })
     t.equal(wrongMedia.status, 415)

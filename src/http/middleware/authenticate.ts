@@ -1,8 +1,9 @@
 import type { Middleware } from 'koa'
 import type { Authenticator } from '../../auth/authenticator.js'
+import type { Permission } from '../../auth/permissions.js'
+import { requireHeld } from '../../auth/policies.js'
 import type { Principal } from '../../auth/principal.js'
 import { AppError } from '../../errors/index.js'
-import type { ApplicationType } from '../../store/index.js'
 import type { AppState } from '../context.js'
 
 /** Resolves SVC-API-KEY to a principal on `ctx.state.principal` (401 otherwise). */
@@ -13,19 +14,10 @@ export function authenticate(authenticator: Authenticator): Middleware<AppState>
   }
 }
 
-/** Every permission a principal holds for non-token operations: its own plus those its rules grant. */
-export function holds(principal: Principal, permission: string): boolean {
-  return principal.permissions.includes(permission) || principal.rules.some((r) => r.permissions.includes(permission))
-}
-
-/** 403 unless the principal holds `permission` (and, when given, is one of `types`). */
-export function requirePermission(permission: string, types?: ApplicationType[]): Middleware<AppState> {
+/** 403 unless the principal holds `permission` (and, when given, is one of `types`); see auth/policies.ts. */
+export function requirePermission(permission: Permission, types?: readonly Principal['type'][]): Middleware<AppState> {
   return async (ctx, next) => {
-    const principal = currentPrincipal(ctx.state)
-    if (types && !types.includes(principal.type as ApplicationType)) {
-      throw new AppError('forbidden', { detail: `This operation needs a ${types.join(' or ')} Application.` })
-    }
-    if (!holds(principal, permission)) throw new AppError('forbidden', { detail: `The key lacks the ${permission} permission.` })
+    requireHeld(currentPrincipal(ctx.state), permission, types)
     await next()
   }
 }

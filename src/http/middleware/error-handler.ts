@@ -1,6 +1,6 @@
 import type { Middleware } from 'koa'
 import type { Logger } from 'pino'
-import { AppError, PROBLEM_CONTENT_TYPE, toProblem, type ErrorCode } from '../../errors/index.js'
+import { AppError, describeError, PROBLEM_CONTENT_TYPE, toProblem, type ErrorCode } from '../../errors/index.js'
 import type { AppState } from '../context.js'
 
 const statusCodes: Record<number, ErrorCode> = {
@@ -22,7 +22,8 @@ export function errorHandler(logger: Logger): Middleware<AppState> {
     } catch (err) {
       const appError = asAppError(err)
       if (appError.status >= 500) {
-        logger.error({ err: appError.code === 'internal' ? err : appError, traceId: ctx.state.traceId }, 'request failed')
+        // Described, not serialized: messages and Reactor text may quote the data (log-safe.ts).
+        logger.error({ err: describeError(appError.code === 'internal' ? err : appError), traceId: ctx.state.traceId }, 'request failed')
       }
       if (ctx.headerSent || !ctx.writable) return
       const problem = toProblem(appError, ctx.state.traceId)

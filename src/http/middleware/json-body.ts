@@ -1,7 +1,8 @@
 import type { Middleware } from 'koa'
 import getRawBody from 'raw-body'
 import sjson from 'secure-json-parse'
-import { AppError } from '../../errors/index.js'
+import { AppError, ValidationError } from '../../errors/index.js'
+import { findUnsafeText } from '../schemas/unsafe-text.js'
 import type { AppState } from '../context.js'
 
 const MAX_DEPTH = 64
@@ -17,15 +18,16 @@ export interface JsonBodyOptions {
 
 /**
  * Strict JSON parsing for API routes: limit before buffering (413), valid UTF-8, no
- * `__proto__`/`constructor` keys, bounded nesting, no trailing garbage. The parsed value is
- * left on `ctx.state.body`.
+ * `__proto__`/`constructor` keys, bounded nesting, no trailing garbage, no string that cannot be
+ * stored (NUL, lone surrogates: 400 naming the field). The parsed value is left on `ctx.state.body`.
  */
 export function jsonBody(options: JsonBodyOptions): Middleware<AppState> {
   return async (ctx, next) => {
     if (options.contentTypes && ctx.request.length !== 0 && !ctx.is(options.contentTypes)) {
       throw new AppError('unsupported_media_type', { detail: `Content-Type must be one of: ${options.contentTypes.join(', ')}.` })
     }
-    const raw = await readRaw(ctx.req, options.limitBytes)
+    const raw = ctx.state.rawBody ?? (await readRaw(ctx.req, options.limitBytes))
+    if (raw.length > options.limitBytes) throw new AppError('payload_too_large', { detail: `The body exceeds ${options.limitBytes} bytes.` })
     if (raw.length === 0) {
       if (!options.optional) throw new AppError('bad_request', { detail: 'A JSON request body is required.' })
       ctx.state.body = undefined
@@ -63,6 +65,8 @@ export function parseStrictJson(raw: Buffer): unknown {
     throw new AppError('bad_request', { detail: `The body is not valid JSON (${reason}).`, cause: err })
   }
   if (depthExceeds(value, MAX_DEPTH)) throw new AppError('bad_request', { detail: `JSON nesting deeper than ${MAX_DEPTH} levels.` })
+  const unsafe = findUnsafeText(value)
+  if (unsafe !== undefined) throw new ValidationError(unsafe)
   return value
 }
 

@@ -18,3 +18,8 @@ export function presentPage<T, R>(items: T[], total: number, page: number, size:
 export function compact<T extends object>(value: T): T {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T
 }
+
+/** A `/v2` keyset page: `next` (absent on the last page) goes back as `start`. */
+export function presentCursorPage<T, R>(items: T[], size: number, next: string | undefined, present: (item: T) => R) {
+  return { pagination: compact({ page_size: size, next }), data: items.map(present) }
+}

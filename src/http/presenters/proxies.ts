@@ -1,8 +1,9 @@
 import type { ProxyRecord } from '../../store/index.js'
+import type { ProxyResponse } from '../schemas/proxies.js'
 import { compact, iso } from './common.js'
 
 /** Never the key hash; the key itself only when just created (`key`). */
-export function presentProxy(p: ProxyRecord, key?: string) {
+export function presentProxy(p: ProxyRecord, key?: string): ProxyResponse {
   return compact({
     id: p.id,
     key,

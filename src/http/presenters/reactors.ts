@@ -1,7 +1,8 @@
 import type { ReactorRecord } from '../../store/index.js'
+import type { ReactorResponse } from '../schemas/reactors.js'
 import { compact, iso } from './common.js'
 
-export function presentReactor(r: ReactorRecord) {
+export function presentReactor(r: ReactorRecord): ReactorResponse {
   return compact({
     id: r.id,
     tenant_id: r.tenant_id,

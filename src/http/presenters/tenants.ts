@@ -1,7 +1,8 @@
 import type { Tenant } from '../../store/index.js'
+import type { TenantResponse } from '../schemas/tenants.js'
 import { iso } from './common.js'
 
-export function presentTenant(tenant: Tenant) {
+export function presentTenant(tenant: Tenant): TenantResponse {
   return {
     id: tenant.id,
     name: tenant.name,

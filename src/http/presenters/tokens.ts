@@ -1,17 +1,21 @@
 import type { TokenView } from '../../vault/token-service.js'
+import type { TokenResponse } from '../schemas/tokens.js'
 import { compact, iso } from './common.js'
 
-/** The only way a token leaves the service: ciphertext, keys and search hashes never do; `data` only as transformed. */
-export function presentToken({ record, data }: TokenView) {
+/**
+ * The only way a token leaves the service: ciphertext, keys and search hashes never do; `data`
+ * only as transformed; the fingerprint (an equality test of the data) not under `redact`.
+ */
+export function presentToken({ record, data, transform }: TokenView): TokenResponse {
   return compact({
     id: record.id,
     tenant_id: record.tenant_id,
-    type: record.type,
+    type: record.type as TokenResponse['type'],
     data,
     mask: record.mask ?? undefined,
     containers: record.containers,
     metadata: record.metadata,
-    fingerprint: record.fingerprint ?? undefined,
+    fingerprint: transform === 'redact' ? undefined : (record.fingerprint ?? undefined),
     fingerprint_expression: record.fingerprint_expression ?? undefined,
     search_indexes: record.search_indexes,
     expires_at: iso(record.expires_at),

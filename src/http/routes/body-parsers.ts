@@ -13,6 +13,7 @@ export function bodyParsers(limitBytes: number): BodyParsers {
   return {
     json: jsonBody({ limitBytes }),
     optionalJson: jsonBody({ limitBytes, optional: true }),
-    mergePatch: jsonBody({ limitBytes, contentTypes: ['application/merge-patch+json', 'application/json'] }),
+    // RFC 7396 names its own media type; a plain JSON body would not say that null means "remove".
+    mergePatch: jsonBody({ limitBytes, contentTypes: ['application/merge-patch+json'] }),
   }
 }

@@ -2,13 +2,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Readable } from 'node:stream'
 import type { Middleware } from 'koa'
 import type { Authenticator } from '../../auth/authenticator.js'
-import type { Principal } from '../../auth/principal.js'
+import { authorizeEphemeralProxy, preconfiguredProxyPrincipal, unknownProxyKey } from '../../auth/policies.js'
 import { AppError, type Problem } from '../../errors/index.js'
 import type { ResolvedProxy } from '../../proxies/service.js'
 import { discardBody, type Caller, type ProxyResult, type ProxyService } from '../../proxy/service.js'
 import type { TenantSettingsCache } from '../../tenants/settings-cache.js'
 import type { AppContext, AppState } from '../context.js'
-import { authenticate, currentPrincipal, holds } from '../middleware/authenticate.js'
+import { authenticate, currentPrincipal } from '../middleware/authenticate.js'
 import { readRaw } from '../middleware/json-body.js'
 
 export interface ProxyRouteDeps {
@@ -20,8 +20,10 @@ export interface ProxyRouteDeps {
   bodyLimitBytes: number
 }
 
-const METHODS = new Set(['POST', 'GET', 'PUT', 'PATCH', 'DELETE'])
-const PREFIX = '/proxy'
+export const PROXY_METHODS = ['POST', 'GET', 'PUT', 'PATCH', 'DELETE'] as const
+const METHODS = new Set<string>(PROXY_METHODS)
+export const PROXY_PREFIX = '/proxy'
+const PREFIX = PROXY_PREFIX
 const EMPTY = Buffer.alloc(0)
 const wrapProxyError = (problem: Problem) => ({ proxy_error: problem })
 
@@ -45,10 +47,7 @@ export function proxyRoute(deps: ProxyRouteDeps): Middleware<AppState> {
 
 async function handleProxy(ctx: AppContext, deps: ProxyRouteDeps): Promise<void> {
   const principal = currentPrincipal(ctx.state)
-  authorize(principal)
-  if (!(await deps.tenantSettings.get(principal.tenantId)).ephemeral_proxy_enabled) {
-    throw new AppError('forbidden', { detail: 'The ephemeral proxy is disabled for this tenant.' })
-  }
+  await authorizeEphemeralProxy(principal, async (tenantId) => (await deps.tenantSettings.get(tenantId)).ephemeral_proxy_enabled)
   const path = ctx.path.slice(PREFIX.length)
   const query = ctx.querystring
   const destination = deps.proxy.destination(ctx.get('svc-proxy-url') || undefined, path, query)
@@ -60,12 +59,17 @@ async function handleProxy(ctx: AppContext, deps: ProxyRouteDeps): Promise<void>
 /**
  * A pre-configured proxy: its destination (SVC-PROXY-URL is ignored), its plugin list, and the
  * tenant's `ephemeral_proxy_enabled` does not apply. Resolving the key costs no database round
- * trip once the proxy is cached.
+ * trip once the proxy is cached. Who detokenizes is decided in auth/policies.ts.
  */
 async function handlePreconfigured(ctx: AppContext, deps: ProxyRouteDeps, proxyKey: string): Promise<void> {
+  const apiKey = ctx.get('svc-api-key') || undefined
   const found = await deps.proxies.resolveKey(proxyKey)
-  if (found === undefined) throw await unknownProxyKey(ctx, deps)
-  const principal = await proxyPrincipal(ctx, deps, found)
+  if (found === undefined) {
+    if (apiKey !== undefined) await deps.authenticator.authenticate(apiKey)
+    throw unknownProxyKey(apiKey !== undefined)
+  }
+  const caller = found.proxy.require_auth ? await deps.authenticator.authenticate(apiKey) : undefined
+  const principal = preconfiguredProxyPrincipal(found.proxy, found.actor, caller)
   ctx.state.principal = principal
   const { proxy, actor, service } = found
   const path = ctx.path.slice(PREFIX.length)
@@ -74,43 +78,6 @@ async function handlePreconfigured(ctx: AppContext, deps: ProxyRouteDeps, proxyK
   const body = await readBody(ctx.req, deps.bodyLimitBytes)
   const result = await service.call({ principal, actor, method: ctx.method, destination, path, query, headers: ctx.req.rawHeaders, body, caller: new CallerLink(ctx) })
   sendResult(ctx, result)
-}
-
-const NO_SUCH_PROXY = 'The SVC-PROXY-KEY does not name a proxy of this tenant.'
-
-/**
- * A key that names no proxy is 401 on its own, and 403 beside a valid SVC-API-KEY: that caller
- * is authenticated, and its tenant has no such proxy (another tenant's proxy answers the same,
- * so its existence does not show).
- */
-async function unknownProxyKey(ctx: AppContext, deps: ProxyRouteDeps): Promise<AppError> {
-  const apiKey = ctx.get('svc-api-key') || undefined
-  if (apiKey === undefined) return new AppError('unauthenticated', { detail: 'The SVC-PROXY-KEY is not valid.' })
-  await deps.authenticator.authenticate(apiKey)
-  return new AppError('forbidden', { detail: NO_SUCH_PROXY })
-}
-
-/**
- * Who detokenizes: with `require_auth`, the caller (SVC-API-KEY of a private Application with
- * token:use, in the proxy's tenant); without, the proxy's own Application.
- */
-async function proxyPrincipal(ctx: AppContext, deps: ProxyRouteDeps, found: ResolvedProxy): Promise<Principal> {
-  const apiKey = ctx.get('svc-api-key') || undefined
-  if (!found.proxy.require_auth) {
-    if (found.actor === undefined) throw new AppError('forbidden', { detail: 'The proxy has no Application to act as.' })
-    return found.actor
-  }
-  const principal = await deps.authenticator.authenticate(apiKey)
-  if (principal.tenantId !== found.proxy.tenant_id) throw new AppError('forbidden', { detail: NO_SUCH_PROXY })
-  authorize(principal)
-  return principal
-}
-
-/** Checked even when the request holds no tokens: the proxy is a token:use feature. */
-function authorize(principal: Principal): void {
-  if (principal.type !== 'private' || !holds(principal, 'token:use')) {
-    throw new AppError('forbidden', { detail: 'The proxy needs a private Application with the token:use permission.' })
-  }
 }
 
 // Without Content-Length or Transfer-Encoding an HTTP/1.1 request has no body (RFC 9112 6.3).

@@ -8,6 +8,14 @@ export const Uuid = Type.String({ format: 'uuid' })
 
 export const DateTime = Type.String({ format: 'date-time' })
 
+/** Who made and last changed a resource, and when, as the presenters show them. */
+export const AuditFields = {
+  created_by: Type.Optional(Type.String()),
+  created_at: Type.Optional(DateTime),
+  modified_by: Type.Optional(Type.String()),
+  modified_at: Type.Optional(DateTime),
+}
+
 export const PageQuery = {
   page: Type.Integer({ minimum: 1, default: 1 }),
   size: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),

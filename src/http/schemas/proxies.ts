@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { PageQuery, Uuid } from './common.js'
+import { AuditFields, PageQuery, Uuid, paginated } from './common.js'
 
 const Configuration = Type.Record(Type.String({ minLength: 1, maxLength: 200 }), Type.String({ maxLength: 10_000 }), { maxProperties: 100 })
 
@@ -22,3 +22,20 @@ export const ProxyBody = Type.Object(
 export type ProxyBody = Static<typeof ProxyBody>
 
 export const ListProxiesQuery = Type.Object({ ...PageQuery }, { additionalProperties: false })
+
+export const ProxyResponse = Type.Object({
+  id: Uuid,
+  key: Type.Optional(Type.String({ description: 'The proxy key (SVC-PROXY-KEY), only in the create answer.' })),
+  tenant_id: Uuid,
+  name: Type.String(),
+  destination_url: Type.String(),
+  request_transform: Type.Optional(Transform),
+  response_transform: Type.Optional(Transform),
+  configuration: Type.Record(Type.String(), Type.String()),
+  application: Type.Optional(Type.Object({ id: Uuid })),
+  require_auth: Type.Boolean(),
+  ...AuditFields,
+})
+export type ProxyResponse = Static<typeof ProxyResponse>
+
+export const ProxyList = paginated(ProxyResponse)

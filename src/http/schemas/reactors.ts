@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { PageQuery, Uuid } from './common.js'
+import { AuditFields, PageQuery, Uuid, paginated } from './common.js'
 
 const Configuration = Type.Record(Type.String({ minLength: 1, maxLength: 200 }), Type.String({ maxLength: 10_000 }), { maxProperties: 100 })
 
@@ -18,3 +18,24 @@ export type ReactorBody = Static<typeof ReactorBody>
 export const ReactBody = Type.Object({ args: Type.Optional(Type.Unknown()) }, { additionalProperties: false })
 
 export const ListReactorsQuery = Type.Object({ ...PageQuery }, { additionalProperties: false })
+
+export const ReactorResponse = Type.Object({
+  id: Uuid,
+  tenant_id: Uuid,
+  name: Type.String(),
+  code: Type.String(),
+  configuration: Type.Record(Type.String(), Type.String()),
+  application: Type.Optional(Type.Object({ id: Uuid })),
+  ...AuditFields,
+})
+export type ReactorResponse = Static<typeof ReactorResponse>
+
+export const ReactorList = paginated(ReactorResponse)
+
+/** What the Reactor returned; `tokens` when it returned `{ tokenize }`. A CustomHttpResponseError answers with its own status, headers and body instead. */
+export const ReactResult = Type.Object({
+  raw: Type.Optional(Type.Unknown()),
+  body: Type.Optional(Type.Unknown()),
+  headers: Type.Optional(Type.Unknown()),
+  tokens: Type.Optional(Type.Unknown()),
+})

@@ -11,3 +11,11 @@ export const AuthorizeSessionBody = Type.Object(
   { additionalProperties: false },
 )
 export type AuthorizeSessionBody = Static<typeof AuthorizeSessionBody>
+
+export const SessionCreated = Type.Object({
+  session_key: Type.String({ description: 'The key of the session (SVC-API-KEY), shown once.' }),
+  nonce: Type.String({ description: 'Hand to a private Application to authorize the session.' }),
+  expires_at: DateTime,
+})
+
+export const SessionAuthorized = Type.Object({ expires_at: DateTime })

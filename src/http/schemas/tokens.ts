@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { TOKEN_TYPE_NAMES } from '../../vault/types/index.js'
-import { DateTime, PageQuery, StringEnum } from './common.js'
+import { AuditFields, DateTime, PageQuery, StringEnum, Uuid, paginated } from './common.js'
 
 export const TokenTypeSchema = StringEnum([...TOKEN_TYPE_NAMES])
 
@@ -60,3 +60,63 @@ export const SearchTokensBody = Type.Object(
   { additionalProperties: false },
 )
 export type SearchTokensBody = Static<typeof SearchTokensBody>
+
+/** `start` is the opaque `pagination.next` of the page before; absent for the first page. */
+const Cursor = Type.String({ minLength: 1, maxLength: 600, description: 'The `pagination.next` of the previous page.' })
+
+/** `/v2/tokens`, as the hosted service's node SDK sends it: `metadata` is one JSON object, all of whose pairs must match. */
+export const ListTokensV2Query = Type.Object(
+  {
+    id: Type.Array(Type.String({ maxLength: 400 }), { default: [], maxItems: 100 }),
+    type: Type.Array(TokenTypeSchema, { default: [] }),
+    container: Type.Array(Type.String({ maxLength: 400 }), { default: [], maxItems: 10 }),
+    fingerprint: Type.Array(Type.String({ maxLength: 100 }), { default: [], maxItems: 100 }),
+    metadata: Type.Optional(Type.String({ maxLength: 20_000, description: 'A JSON object of metadata key/value strings, e.g. {"customer":"42"}.' })),
+    start: Type.Optional(Cursor),
+    size: PageQuery.size,
+  },
+  { additionalProperties: false },
+)
+export type ListTokensV2Query = Static<typeof ListTokensV2Query>
+
+export const MetadataFilter = Metadata
+
+export const SearchTokensV2Body = Type.Object(
+  {
+    query: Type.String({ maxLength: 4000, default: '' }),
+    start: Type.Optional(Cursor),
+    size: PageQuery.size,
+  },
+  { additionalProperties: false },
+)
+export type SearchTokensV2Body = Static<typeof SearchTokensV2Body>
+
+/** A token as presented: `data` only as the deciding rule's transform shapes it (absent when redacted). */
+export const TokenResponse = Type.Object({
+  id: Type.String(),
+  tenant_id: Uuid,
+  type: TokenTypeSchema,
+  data: Type.Optional(Type.Unknown({ description: 'Shaped by the transform of the rule that decided: plaintext (reveal), the rendered mask (mask), absent (redact).' })),
+  mask: Type.Optional(Type.Unknown()),
+  containers: Type.Array(Type.String()),
+  metadata: Type.Record(Type.String(), Type.String()),
+  fingerprint: Type.Optional(Type.String()),
+  fingerprint_expression: Type.Optional(Type.String()),
+  search_indexes: Type.Array(Type.String()),
+  expires_at: Type.Optional(DateTime),
+  ...AuditFields,
+})
+export type TokenResponse = Static<typeof TokenResponse>
+
+export const TokenList = paginated(TokenResponse)
+
+export const TokenCursorList = Type.Object({
+  pagination: Type.Object({
+    page_size: Type.Integer(),
+    next: Type.Optional(Type.String({ description: 'Send as `start` for the next page; absent on the last page.' })),
+  }),
+  data: Type.Array(TokenResponse),
+})
+
+/** `/tokenize` and `/detokenize` take and return any JSON; expressions and tokens keep their places. */
+export const AnyJson = Type.Unknown({ description: 'Any JSON value.' })

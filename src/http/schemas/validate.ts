@@ -20,7 +20,8 @@ export function validator<S extends TSchema>(schema: S, options: { query?: boole
 
 /** ajv's `/rules/0/priority` becomes `rules[0].priority`, the form clients see in `errors`. */
 export function toFieldErrors(errors: ErrorObject[]): FieldErrors {
-  const out: FieldErrors = {}
+  // A Map, not an object: a field named `toString` or `constructor` must not find Object.prototype's.
+  const out = new Map<string, string[]>()
   for (const e of errors) {
     let path = e.instancePath
       .split('/')
@@ -40,10 +41,12 @@ export function toFieldErrors(errors: ErrorObject[]): FieldErrors {
     } else if (e.keyword === 'maxLength') {
       message = `must be at most ${String(e.params.limit)} characters`
     }
-    const messages = (out[path || 'body'] ??= [])
+    const field = path || 'body'
+    const messages = out.get(field) ?? []
     if (!messages.includes(message)) messages.push(message)
+    out.set(field, messages)
   }
-  return out
+  return Object.fromEntries(out)
 }
 
 function joinPath(base: string, field: string): string {

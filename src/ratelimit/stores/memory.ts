@@ -1,5 +1,5 @@
 import type { Decision, RateLimitStore, ScopeHit } from '../types.js'
-import { applyHit, decide, type WindowState } from '../window.js'
+import { applyHit, decide, usageOf, type WindowState } from '../window.js'
 
 export interface MemoryStoreOptions {
   /** Milliseconds clock; tests inject one to step through windows and blocks. */
@@ -29,8 +29,11 @@ export class MemoryStore implements RateLimitStore {
   hitNow(ip: string, scopes: readonly ScopeHit[]): Decision {
     const now = this.now()
     if (now >= this.nextSweepAt) this.sweep(now)
-    const blocked = scopes.map((rule) => applyHit(this.stateOf(`${rule.scope} ${ip}`), rule, now))
-    return decide(scopes, blocked)
+    const usage = scopes.map((rule) => {
+      const state = this.stateOf(`${rule.scope} ${ip}`)
+      return usageOf(state, applyHit(state, rule, now), now)
+    })
+    return decide(scopes, usage)
   }
 
   /** Number of tracked (scope, IP) pairs. */

@@ -1,12 +1,13 @@
 import { Redis } from 'ioredis'
-import type { Decision, RateLimitStore, ScopeHit } from '../types.js'
+import type { Decision, RateLimitStore, ScopeHit, ScopeUsage } from '../types.js'
 import { decide } from '../window.js'
 
 /**
  * window.ts#applyHit on Redis, for all scopes of a request in one round trip. Expiry uses
  * PEXPIRE / SET PX, i.e. Redis's clock, so the clocks of several Tessera processes don't matter.
  * KEYS: per scope its counter then its block key. ARGV: per scope limit, windowMs, blockMs.
- * Returns per scope the milliseconds it stays blocked (0: allowed).
+ * Returns per scope three numbers: the milliseconds it stays blocked (0: allowed), the count in
+ * its window and the milliseconds left of that window (for the RateLimit-* headers).
  */
 const HIT_SCRIPT = `
 local out = {}
@@ -14,19 +15,21 @@ for i = 1, #KEYS / 2 do
   local counter, block = KEYS[2 * i - 1], KEYS[2 * i]
   local limit, windowMs, blockMs = tonumber(ARGV[3 * i - 2]), ARGV[3 * i - 1], ARGV[3 * i]
   local blocked = redis.call('PTTL', block)
+  local b, count, left = 0, 0, 0
   if blocked > 0 then
-    out[i] = blocked
+    b, left = blocked, blocked
   else
-    local count = redis.call('INCR', counter)
+    count = redis.call('INCR', counter)
     if count == 1 then redis.call('PEXPIRE', counter, windowMs) end
     if count > limit then
       redis.call('DEL', counter)
       redis.call('SET', block, '1', 'PX', blockMs)
-      out[i] = tonumber(blockMs)
+      b, count, left = tonumber(blockMs), 0, tonumber(blockMs)
     else
-      out[i] = 0
+      left = redis.call('PTTL', counter)
     end
   end
+  out[3 * i - 2], out[3 * i - 1], out[3 * i] = b, count, left
 end
 return out
 `
@@ -117,7 +120,10 @@ export class RedisStore implements RateLimitStore {
   }
 }
 
-function parseReply(reply: unknown, expected: number): number[] {
-  if (Array.isArray(reply) && reply.length === expected && reply.every((n) => typeof n === 'number')) return reply as number[]
-  throw new Error(`Unexpected rate-limit script reply: ${JSON.stringify(reply)}`)
+function parseReply(reply: unknown, scopes: number): ScopeUsage[] {
+  if (!Array.isArray(reply) || reply.length !== scopes * 3 || !reply.every((n) => typeof n === 'number')) {
+    throw new Error(`Unexpected rate-limit script reply: ${JSON.stringify(reply)}`)
+  }
+  const numbers = reply as number[]
+  return Array.from({ length: scopes }, (_, i) => ({ blockedMs: numbers[3 * i]!, count: numbers[3 * i + 1]!, resetMs: Math.max(0, numbers[3 * i + 2]!) }))
 }

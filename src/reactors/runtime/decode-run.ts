@@ -37,10 +37,14 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 // eslint-disable-next-line no-control-regex -- rejecting control characters is the point
 const HEADER_VALUE = /^[^\x00-\x08\x0a-\x1f\x7f]*$/
 
+/** The most of a Reactor's error message a caller gets (the prelude cuts there too; this holds if it was tampered with). */
+export const REACTOR_MESSAGE_MAX_CHARS = 500
+
 function decodeError(meta: Record<string, unknown>): WireOutcome {
   // `reactor_timeout` is deliberately absent: only the host's clock may claim a time-out.
   const code = REACTOR_CODES.find((c) => c === meta.code) ?? 'reactor_error'
-  const detail = typeof meta.message === 'string' && meta.message !== '' ? meta.message : 'The Reactor failed without a message.'
+  const message = typeof meta.message === 'string' && meta.message !== '' ? meta.message : 'The Reactor failed without a message.'
+  const detail = message.length > REACTOR_MESSAGE_MAX_CHARS ? `${message.slice(0, REACTOR_MESSAGE_MAX_CHARS)}...` : message
   return { kind: 'error', code, detail }
 }
 
@@ -52,7 +56,8 @@ function decodeResponse(meta: Record<string, unknown>, json: string): WireOutcom
   if (!isRecord(meta.headers)) return failure('CustomHttpResponseError headers must be an object of strings.')
   const headers: Record<string, string> = {}
   for (const [name, value] of Object.entries(meta.headers)) {
-    if (typeof value !== 'string' && typeof value !== 'number') return failure(`CustomHttpResponseError header "${name.slice(0, 100)}" must be a string.`)
+    // Header names are never echoed: Reactor code may build them from revealed data.
+    if (typeof value !== 'string' && typeof value !== 'number') return failure('Each CustomHttpResponseError header value must be a string.')
     const text = String(value)
     if (!HEADER_NAME.test(name) || !HEADER_VALUE.test(text)) return failure('CustomHttpResponseError has an invalid header.')
     headers[name.toLowerCase()] = text

@@ -12,21 +12,20 @@ export interface RunLimits {
 
 /**
  * Runs one call in a FRESH context of `slot.isolate` (from `takeContext`, see
- * IsolateCache.takeContext) and settles by `deadlineAt` at the latest.
+ * IsolateCache.takeContext) and settles within `ms` at the latest.
  * isolated-vm's own `timeout` only bounds synchronous execution, not time spent awaiting
  * promises, so the deadline is a host timer that disposes the whole isolate: that stops a
  * `while(true){}`, an await loop and a never-settling promise alike.
  */
 export async function runInvocation(
   slot: IsolateSlot,
-  takeContext: () => Promise<SandboxContext>,
+  takeContext: () => SandboxContext,
   input: string,
-  deadlineAt: number,
+  ms: number,
   link: BridgeLink,
   limits: RunLimits,
 ): Promise<WireOutcome> {
-  const remaining = deadlineAt - Date.now()
-  if (remaining <= 0) {
+  if (ms <= 0) {
     link.close()
     return timeout(limits)
   }
@@ -34,10 +33,10 @@ export async function runInvocation(
   const timer = setTimeout(() => {
     timedOut = true
     dispose(slot.isolate)
-  }, remaining)
+  }, ms)
   let sandbox: SandboxContext | undefined
   try {
-    sandbox = await takeContext()
+    sandbox = takeContext()
     sandbox.relay.connect(link)
     const result = await callRun(slot, sandbox, input, limits)
     return decodeRun(result, limits.payloadMaxBytes)
@@ -54,8 +53,11 @@ export async function runInvocation(
 async function callRun(slot: IsolateSlot, sandbox: SandboxContext, input: string, limits: RunLimits): Promise<unknown> {
   // Code that may escape the wrapper could run something while the module is evaluated:
   // then it is evaluated only now, asynchronously, under the deadline.
-  sandbox.factory ??= (await slot.module.run(sandbox.context, { reference: true })) as ivm.Reference<unknown>
-  return sandbox.run.apply(undefined, [sandbox.factory.derefInto(), input, limits.payloadMaxBytes], { result: { promise: true, copy: true } })
+  if (!sandbox.evaluated) {
+    await slot.module.run(sandbox.context)
+    sandbox.evaluated = true
+  }
+  return sandbox.entry.apply(undefined, ['run', input, limits.payloadMaxBytes], { result: { promise: true, copy: true } })
 }
 
 function timeout(limits: RunLimits): WireOutcome {

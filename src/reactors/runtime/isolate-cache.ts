@@ -1,40 +1,39 @@
 import ivm from 'isolated-vm'
-import type { StartKind } from './protocol.js'
 import { discardContext, prepareContext, type SandboxContext } from './sandbox-context.js'
-import { MODULE_FILENAME, MODULE_LINE_OFFSET, PRELUDE_SOURCE, wrapModule } from './sandbox-source.js'
+import { discardBlank, IsolateFactory } from './isolate-factory.js'
+import { MODULE_FILENAME, MODULE_LINE_OFFSET, wrapModule } from './sandbox-source.js'
 
 /** One isolate with the prelude and one Reactor's code compiled (not yet run: contexts are per call). */
 export interface IsolateSlot {
+  readonly id: number
   readonly isolate: ivm.Isolate
   readonly prelude: ivm.Script
   readonly module: ivm.Script
   /** The code cannot escape its wrapper, so evaluating `module` runs none of it (see createSlot). */
   readonly contained: boolean
-  /** Kept after the call (one of the Reactor's hot isolates) or disposed after it (cold extra). */
-  warm: boolean
+  /** Kept after the call (the API process's ledger said so), unless it outgrew its heap or died. */
+  keep: boolean
   busy: boolean
-  lastUsedAt: number
-  /** The next call's context, prepared while idle; undefined if preparing it failed. */
-  spare: Promise<SandboxContext | undefined> | undefined
+  /** The next call's context, prepared while idle (undefined: not yet, or preparing it failed). */
+  spare: SandboxContext | undefined
   /** Cancels the spare's scheduled preparation, between a call's end and its start (see release). */
   cancelSpare: (() => void) | undefined
   /** When the last call ended (performance.now()), and how long the slot was idle before the last call. */
   releasedAt: number
   idleGapMs: number
+  /** Contexts created since the last heap check (see freshContext). */
+  sinceHeapCheck: number
 }
 
-interface ReactorEntry {
+/** What a cold start needs: the code, and which version it is (to remember `contained`). */
+export interface FreshCode {
+  reactorId: string
   version: string
-  slots: IsolateSlot[]
-  /** Warm slots being created right now; counted so concurrent cold starts don't overfill. */
-  creating: number
-  /** Whether this version's code compiles on its own (see compilesAlone); checked once. */
-  contained: boolean | undefined
+  code: string
 }
 
 export interface CacheLimits {
   memoryMb: number
-  hotConcurrency: number
   payloadMaxBytes: number
 }
 
@@ -44,72 +43,68 @@ export interface CacheLimits {
  * share of the limit instead of letting it die mid-call of "memory limit".
  */
 const RECYCLE_HEAP_FRACTION = 0.5
-const IDLE_DISPOSE_MS = 5 * 60_000
+/**
+ * The heap statistics walk every native context of the isolate; an isolate well under the
+ * threshold (below half of it) is checked only every few contexts: a few contexts add a few
+ * hundred KB, far from the limit, while each check cost about 15 µs per call.
+ */
+const HEAP_CHECK_EVERY = 8
 /** How long after a call a warm isolate starts preparing the next call's context (see release). */
 const SPARE_DELAY_MS = 1
 /** Calls that follow each other closer than this count as back to back (see release). */
 const BACK_TO_BACK_MS = 2
-const SWEEP_INTERVAL_MS = 60_000
+/** Versions whose `contained` verdict is remembered (a boolean each), beyond which the oldest go. */
+const CONTAINED_MEMORY = 1024
 
 /**
- * Per worker thread: each Reactor keeps up to `hotConcurrency` warm isolates; calls beyond that
- * get a cold isolate created for them and disposed after. A Reactor is pinned to one worker by
- * the pool's balancer, so this per-thread count is the Reactor's count.
+ * Per worker thread: the isolates the API process's ledger placed on this lane, by slot id.
+ * A slot is created by the call that names it with its code (a cold start), serves the calls the
+ * ledger sends it, and is disposed when the ledger drops it, or after its call when it is not to
+ * be kept, has outgrown its heap, or died (deadline, memory). The worker never disposes an idle
+ * kept slot on its own: the ledger would route the next call to a slot that no longer exists.
  */
 export class IsolateCache {
-  private readonly entries = new Map<string, ReactorEntry>()
-  private preludeCache: ivm.ExternalCopy<ArrayBuffer> | undefined
+  private readonly slots = new Map<number, IsolateSlot>()
+  private readonly containedByVersion = new Map<string, boolean>()
+  private readonly factory: IsolateFactory
 
   constructor(
     private readonly limits: CacheLimits,
-    private readonly onCatastrophe: (message: string) => void,
+    onCatastrophe: (message: string) => void,
   ) {
-    // Lives as long as the worker thread; unref'd so it never keeps the thread alive.
-    setInterval(() => this.sweepIdle(Date.now()), SWEEP_INTERVAL_MS).unref()
+    this.factory = new IsolateFactory(limits, onCatastrophe)
   }
 
-  async acquire(reactorId: string, version: string, code: string): Promise<{ slot: IsolateSlot; start: StartKind }> {
-    let entry = this.entries.get(reactorId)
-    if (entry !== undefined && entry.version !== version) {
-      this.retire(reactorId)
-      entry = undefined
+  /** The slot for a call: the existing warm one, or a new one from `fresh` (throws if the code does not compile). */
+  async acquire(id: number, keep: boolean, fresh: FreshCode | undefined): Promise<IsolateSlot | undefined> {
+    const existing = this.slots.get(id)
+    if (existing !== undefined) {
+      existing.busy = true
+      existing.idleGapMs = performance.now() - existing.releasedAt
+      return existing
     }
-    if (entry === undefined) {
-      entry = { version, slots: [], creating: 0, contained: undefined }
-      this.entries.set(reactorId, entry)
-    }
-    const idle = entry.slots.find((s) => !s.busy)
-    if (idle !== undefined) {
-      idle.busy = true
-      idle.idleGapMs = performance.now() - idle.releasedAt
-      return { slot: idle, start: 'warm' }
-    }
-    const warm = entry.slots.length + entry.creating < this.limits.hotConcurrency
-    if (warm) entry.creating++
-    try {
-      const slot = await this.createSlot(code, warm, entry)
-      // The code may have been retired while this isolate compiled: then it serves this call only.
-      if (warm && this.entries.get(reactorId) === entry) entry.slots.push(slot)
-      else slot.warm = false
-      return { slot, start: 'cold' }
-    } finally {
-      if (warm) entry.creating--
-    }
+    if (fresh === undefined) return undefined
+    const slot = await this.createSlot(id, fresh, keep)
+    if (slot.keep) this.slots.set(id, slot)
+    return slot
   }
 
-  release(reactorId: string, slot: IsolateSlot): void {
+  /** The call on `slot` ended; returns whether the slot stays (warm, alive). */
+  release(slot: IsolateSlot): boolean {
     slot.busy = false
-    slot.lastUsedAt = Date.now()
-    if (!slot.warm || slot.isolate.isDisposed) return this.drop(reactorId, slot)
+    if (!slot.keep || slot.isolate.isDisposed) {
+      this.dispose(slot)
+      return false
+    }
     slot.releasedAt = performance.now()
     // The next call's context is prepared while idle, so that a warm call only runs the Reactor.
     // When calls come back to back it is needed at once. Otherwise it waits a moment: the answer
-    // of the call that just ended still has to get out through this process and the API process,
-    // and creating a context (about 0.3 ms of CPU) on the same core would hold it up. A call
-    // that comes before the spare is ready creates its own context (see takeContext).
+    // of the call that just ended still has to get out to the API process, and creating a
+    // context (about 0.3 ms of CPU) on the same core would hold it up. A call that comes before
+    // the spare is ready creates its own (see takeContext).
     const start = () => {
       slot.cancelSpare = undefined
-      if (!slot.busy && !slot.isolate.isDisposed && slot.spare === undefined) slot.spare = this.prepareSpare(reactorId, slot)
+      if (!slot.busy && !slot.isolate.isDisposed && slot.spare === undefined) slot.spare = this.prepareSpare(slot)
     }
     if (slot.idleGapMs < BACK_TO_BACK_MS) {
       const immediate = setImmediate(start)
@@ -118,25 +113,33 @@ export class IsolateCache {
       const timer = setTimeout(start, SPARE_DELAY_MS).unref()
       slot.cancelSpare = () => clearTimeout(timer)
     }
+    return true
   }
 
   /** The context for the call that holds `slot`: the spare prepared while idle, or a new one. No call has used either. */
-  async takeContext(slot: IsolateSlot): Promise<SandboxContext> {
+  takeContext(slot: IsolateSlot): SandboxContext {
     slot.cancelSpare?.()
     slot.cancelSpare = undefined
     const spare = slot.spare
     slot.spare = undefined
-    return (await spare) ?? this.freshContext(slot)
+    return spare ?? this.freshContext(slot)
   }
 
-  /** A spare for the idle slot; recycled right away (undefined) if the heap check says so. */
-  private async prepareSpare(reactorId: string, slot: IsolateSlot): Promise<SandboxContext | undefined> {
+  /** The ledger dropped these slots (idle ones; an unknown id was already disposed after its call). */
+  drop(ids: number[]): void {
+    for (const id of ids) {
+      const slot = this.slots.get(id)
+      if (slot !== undefined && !slot.busy) this.dispose(slot)
+    }
+  }
+
+  /**
+   * A spare for the idle slot. Past the heap threshold the slot is no longer kept: the next
+   * call (the ledger will send one, or drop it) is its last.
+   */
+  private prepareSpare(slot: IsolateSlot): SandboxContext | undefined {
     try {
-      const context = await this.freshContext(slot)
-      if (slot.warm || slot.busy) return context
-      discardContext(context, slot.isolate)
-      this.drop(reactorId, slot)
-      return undefined
+      return this.freshContext(slot)
     } catch {
       return undefined
     }
@@ -145,78 +148,58 @@ export class IsolateCache {
   /**
    * A new context, then the heap check: checking right after a call would block this worker
    * thread until the isolate has cleaned up after that call, while once the context exists the
-   * isolate is idle. Past the threshold the slot stops being warm: the call that takes this
-   * context is its last (see release), or it goes now if idle (see prepareSpare).
+   * isolate is idle.
    */
-  private async freshContext(slot: IsolateSlot): Promise<SandboxContext> {
-    const context = await prepareContext(slot.isolate, slot.prelude, slot.contained ? slot.module : undefined, this.limits.payloadMaxBytes)
-    if (this.heapTooHigh(slot)) slot.warm = false
+  private freshContext(slot: IsolateSlot): SandboxContext {
+    const context = prepareContext(slot.isolate, slot.prelude, slot.contained ? slot.module : undefined, this.limits.payloadMaxBytes)
+    if (++slot.sinceHeapCheck >= HEAP_CHECK_EVERY || slot.sinceHeapCheck === 1) this.checkHeap(slot)
     return context
   }
 
-  /** New code or a deleted Reactor: idle isolates go now, busy ones when their call ends. */
-  retire(reactorId: string): void {
-    const entry = this.entries.get(reactorId)
-    if (entry === undefined) return
-    this.entries.delete(reactorId)
-    for (const slot of entry.slots) {
-      slot.warm = false
-      slot.cancelSpare?.()
-      if (!slot.busy) dispose(slot.isolate)
-    }
+  private checkHeap(slot: IsolateSlot): void {
+    const heap = slot.isolate.getHeapStatisticsSync()
+    const used = heap.used_heap_size + heap.externally_allocated_size
+    const threshold = this.limits.memoryMb * 1024 * 1024 * RECYCLE_HEAP_FRACTION
+    if (used > threshold) slot.keep = false
+    // Near the threshold, check at every context; well below it, every few (see HEAP_CHECK_EVERY).
+    slot.sinceHeapCheck = used > threshold / 2 ? 0 : 1
   }
 
-  private async createSlot(code: string, warm: boolean, entry: ReactorEntry): Promise<IsolateSlot> {
-    const isolate = new ivm.Isolate({ memoryLimit: this.limits.memoryMb, onCatastrophicError: this.onCatastrophe })
+  private async createSlot(id: number, fresh: FreshCode, keep: boolean): Promise<IsolateSlot> {
+    const blank = await this.factory.take()
+    const { isolate, prelude, context } = blank
     try {
-      const prelude = this.compilePrelude(isolate)
-      const module = await isolate.compileScript(wrapModule(code), { filename: MODULE_FILENAME, lineOffset: MODULE_LINE_OFFSET })
-      entry.contained ??= await compilesAlone(isolate, code)
-      const contained = entry.contained
-      return { isolate, prelude, module, contained, warm, busy: true, lastUsedAt: Date.now(), spare: undefined, cancelSpare: undefined, releasedAt: performance.now(), idleGapMs: Infinity }
+      const module = await isolate.compileScript(wrapModule(fresh.code), { filename: MODULE_FILENAME, lineOffset: MODULE_LINE_OFFSET })
+      const contained = await this.isContained(isolate, fresh)
+      if (context !== undefined && contained) {
+        module.runSync(context.context)
+        context.evaluated = true
+      }
+      return { id, isolate, prelude, module, contained, keep, busy: true, spare: context, cancelSpare: undefined, releasedAt: performance.now(), idleGapMs: Infinity, sinceHeapCheck: 0 }
     } catch (err) {
-      dispose(isolate)
+      discardBlank(blank)
       throw err
     }
   }
 
-  /**
-   * Every isolate compiles the same prelude: V8's code cache from the first compile in this
-   * thread makes the others cheaper (about a quarter of the time). V8 checks the cache against
-   * the source and its own version, and compiles normally if it does not fit.
-   */
-  private compilePrelude(isolate: ivm.Isolate): ivm.Script {
-    // isolated-vm sets these on the script; its typings only declare them for other results.
-    type Cached = ivm.Script & { cachedData?: ivm.ExternalCopy<ArrayBuffer>; cachedDataRejected?: boolean }
-    if (this.preludeCache === undefined) {
-      const script = isolate.compileScriptSync(PRELUDE_SOURCE, { filename: 'prelude.js', produceCachedData: true }) as Cached
-      this.preludeCache = script.cachedData
-      return script
-    }
-    const script = isolate.compileScriptSync(PRELUDE_SOURCE, { filename: 'prelude.js', cachedData: this.preludeCache }) as Cached
-    if (script.cachedDataRejected === true) this.preludeCache = undefined
-    return script
+  /** Whether this version compiles on its own (see compilesAlone); checked once per version. */
+  private async isContained(isolate: ivm.Isolate, fresh: FreshCode): Promise<boolean> {
+    const key = `${fresh.reactorId}\n${fresh.version}`
+    const known = this.containedByVersion.get(key)
+    if (known !== undefined) return known
+    const contained = await compilesAlone(isolate, fresh.code)
+    if (this.containedByVersion.size >= CONTAINED_MEMORY) this.containedByVersion.delete(this.containedByVersion.keys().next().value!)
+    this.containedByVersion.set(key, contained)
+    return contained
   }
 
-  private heapTooHigh(slot: IsolateSlot): boolean {
-    const heap = slot.isolate.getHeapStatisticsSync()
-    return heap.used_heap_size + heap.externally_allocated_size > this.limits.memoryMb * 1024 * 1024 * RECYCLE_HEAP_FRACTION
-  }
-
-  private drop(reactorId: string, slot: IsolateSlot): void {
-    const entry = this.entries.get(reactorId)
-    if (entry !== undefined) entry.slots = entry.slots.filter((s) => s !== slot)
+  private dispose(slot: IsolateSlot): void {
+    this.slots.delete(slot.id)
     slot.cancelSpare?.()
+    slot.cancelSpare = undefined
+    if (slot.spare !== undefined) discardContext(slot.spare, slot.isolate)
+    slot.spare = undefined
     dispose(slot.isolate)
-  }
-
-  private sweepIdle(now: number): void {
-    for (const [reactorId, entry] of this.entries) {
-      for (const slot of entry.slots) {
-        if (!slot.busy && now - slot.lastUsedAt > IDLE_DISPOSE_MS) this.drop(reactorId, slot)
-      }
-      if (entry.slots.length === 0 && entry.creating === 0) this.entries.delete(reactorId)
-    }
   }
 }
 

@@ -11,7 +11,7 @@ export interface LaunchSpec {
  * and needs a TypeScript loader of its own: tsx, resolved to an absolute URL so the child does
  * not depend on its working directory. Compiled by `tsc` (dist/src/...), it is plain node.
  * `--no-node-snapshot` is required by isolated-vm on Node >= 20 and must be given to the
- * process itself: piscina's worker threads inherit it (their own execArgv may not carry it).
+ * process itself: the worker threads inherit it (their own execArgv may not carry it).
  *
  * `--no-lazy-feedback-allocation`: every call runs in a fresh context, so every function the
  * prelude and the Reactor define is a new closure that runs only a few times. V8 otherwise

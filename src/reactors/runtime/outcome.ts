@@ -15,7 +15,8 @@ export function toOutcome(outcome: WireOutcome): ReactorOutcome {
     case 'response':
       return { kind: 'response', status: outcome.status, headers: outcome.headers, body: parseJson(outcome.json) }
     case 'error':
-      throw new AppError(outcome.code, { detail: outcome.detail })
+      // Reactor-authored (or about Reactor output): for the caller, never for the logs.
+      throw new AppError(outcome.code, { detail: outcome.detail, untrustedDetail: true })
   }
 }
 

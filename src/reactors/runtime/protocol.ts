@@ -1,19 +1,31 @@
 /**
- * The typed messages that cross the two boundaries of the Reactor runtime:
- *   API process (supervisor) <-> runtime child process, over Node IPC ('advanced' serialization);
- *   child main thread <-> piscina worker thread, as piscina tasks plus one MessagePort per worker
- *   for bridge calls (the worker creates it and hands one end over when it starts).
+ * The typed messages that cross the boundaries of the Reactor runtime:
+ *   API process (supervisor) <-> runtime child's main thread, over Node IPC: start-up and logs;
+ *   API process <-> each worker thread, over that worker's lane (a socket pair the child process
+ *   inherits, one per worker; frames.ts): every invocation, bridge call and compile check.
+ * Calls go straight to the worker thread that holds the isolate: no hop through the child's
+ * main thread, no task queue, and the code travels only when an isolate is created.
  * This module must stay free of isolated-vm: the API process imports it.
  */
-import type { MessagePort } from 'node:worker_threads'
+import type { LoggedError } from '../../errors/log-safe.js'
 
 /** What the child enforces; sent once in `init` so the child never reads the environment itself. */
 export interface RuntimeLimits {
   timeoutMs: number
   memoryMb: number
-  hotConcurrency: number
   payloadMaxBytes: number
   workers: number
+}
+
+/** Worker `i` talks over inherited file descriptor `LANE_FD_BASE + i` (after stdin/out/err and IPC). */
+export const LANE_FD_BASE = 4
+
+/** What the child's main thread gives each worker thread. */
+export interface WorkerData {
+  limits: RuntimeLimits
+  laneFd: number
+  /** From TypeScript source: worker.ts, required by worker-from-source.cjs. */
+  sourceEntry: string | undefined
 }
 
 /** Whether an invocation found a warm isolate or had to create one. */
@@ -34,95 +46,47 @@ export type WireOutcome =
   | { kind: 'response'; status: number; headers: Record<string, string>; json: string }
   | { kind: 'error'; code: RunErrorCode; detail: string }
 
-// --- API process -> child -------------------------------------------------------------------
-export type ParentMessage =
-  | { type: 'init'; limits: RuntimeLimits }
-  | { type: 'invoke'; id: number; reactorId: string; version: string; code: string; input: string }
-  | { type: 'compile'; id: number; code: string }
-  | { type: 'retire'; reactorId: string }
-  | BridgeResult
+/** A WireOutcome without its value: the frame header; the value is the frame body. */
+export type OutcomeHead = { kind: 'ok' } | { kind: 'response'; status: number; headers: Record<string, string> } | { kind: 'error'; code: RunErrorCode; detail: string }
 
-/** The answer to one bridge call: `json` is the value as JSON when `ok`, else the error message. */
-export interface BridgeResult {
-  type: 'bridge-result'
-  id: number
-  callId: number
-  ok: boolean
-  json: string
-}
+// --- IPC: API process <-> child main thread --------------------------------------------------
+export type ParentMessage = { type: 'init'; limits: RuntimeLimits }
 
-// --- child -> API process -------------------------------------------------------------------
-export type ChildMessage =
-  | { type: 'ready' }
-  | { type: 'invoked'; id: number; start: StartKind | undefined; outcome: WireOutcome }
-  | { type: 'compiled'; id: number; error: string | undefined }
-  | BridgeCall
-  | { type: 'log'; level: 'debug' | 'warn' | 'error'; msg: string; data: Record<string, unknown> }
+/** A fixed text of the child's own code; an error arrives described (no message: it may quote data). */
+export type ChildMessage = { type: 'log'; level: 'debug' | 'warn' | 'error'; msg: string; data: { lane?: number; code?: number }; err?: LoggedError }
 
-/** A Reactor asked the host for a service; `json` is the argument as JSON. */
-export interface BridgeCall {
-  type: 'bridge'
-  id: number
-  callId: number
-  op: BridgeOp
-  json: string
-}
+// --- Lane: API process -> worker (the frame body in brackets) ---------------------------------
+export type LaneRequest =
+  /**
+   * [input JSON] Run on isolate `slot`, within `ms`. A new slot comes with the Reactor's code
+   * (and ids, to cache what is learnt about that version); `keep` says whether it stays warm.
+   */
+  | { t: 'invoke'; id: number; slot: number; ms: number; keep: boolean; fresh?: { reactorId: string; version: string; code: string } }
+  /** Dispose these idle isolates (scale-in, eviction, a retired version). */
+  | { t: 'drop'; slots: number[] }
+  /** [code] Syntax check only. */
+  | { t: 'compile'; id: number }
+  /** [value JSON when ok, else the error message] The answer to one bridge call. */
+  | { t: 'bridge-result'; id: number; callId: number; ok: boolean }
 
-// --- child main thread <-> piscina worker -----------------------------------------------------
-export interface InvokeTask {
-  op: 'invoke'
-  reactorId: string
-  version: string
-  code: string
-  input: string
-  /** The invocation's id (as in the API process): bridge calls and their answers carry it. */
-  id: number
-  /** Epoch ms; the child starts the clock on receipt, so queueing time counts. */
-  deadlineAt: number
-}
-
-/** `ping` makes a worker load its module (and isolated-vm) before the first real call. */
-export type WorkerTask = InvokeTask | { op: 'compile'; code: string } | { op: 'retire'; reactorId: string } | { op: 'ping' }
-
-export interface InvokeReply {
-  start: StartKind | undefined
-  outcome: WireOutcome
-}
-
-export interface CompileReply {
-  error: string | undefined
-}
-
-/**
- * Worker -> child main over `parentPort` (piscina emits it as a pool 'message' event), once per
- * worker thread at start-up: the child end of that worker's bridge channel. Setting up one
- * channel per worker instead of one per invocation keeps channel creation, transfer and closing
- * off every call.
- */
-export interface BridgePortMessage {
-  type: 'tessera-bridge-port'
-  threadId: number
-  port: MessagePort
-}
-
-export const isBridgePortMessage = (value: unknown): value is BridgePortMessage =>
-  typeof value === 'object' && value !== null && (value as { type?: unknown }).type === 'tessera-bridge-port'
-
-/** Worker -> child main over the worker's bridge port. */
-export interface PortBridgeCall {
-  /** The invocation; the child checks that it runs on the worker that sent the call. */
-  id: number
-  callId: number
-  op: BridgeOp
-  json: string
-}
-
-/** Child main -> worker over the worker's bridge port. */
-export interface PortBridgeResult {
-  id: number
-  callId: number
-  ok: boolean
-  json: string
-}
+// --- Lane: worker -> API process ----------------------------------------------------------------
+export type LaneReply =
+  /** The worker has loaded isolated-vm and its prelude: the lane is open for calls. */
+  | { t: 'ready' }
+  /** [value JSON] The call ended; `kept`: the isolate is still alive and warm. */
+  | { t: 'done'; id: number; kept: boolean; outcome: OutcomeHead }
+  | { t: 'compiled'; id: number; error: string | undefined }
+  /** [argument JSON] A Reactor asked the host for a service during invocation `id`. */
+  | { t: 'bridge'; id: number; callId: number; op: BridgeOp }
 
 export const isBridgeOp = (value: unknown): value is BridgeOp => (bridgeOps as readonly unknown[]).includes(value)
+
+export function splitOutcome(outcome: WireOutcome): [OutcomeHead, string] {
+  if (outcome.kind === 'error') return [outcome, '']
+  const { json, ...head } = outcome
+  return [head, json]
+}
+
+export function joinOutcome(head: OutcomeHead, body: string): WireOutcome {
+  return head.kind === 'error' ? head : { ...head, json: body }
+}

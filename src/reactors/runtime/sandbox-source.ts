@@ -1,8 +1,8 @@
 /**
  * JavaScript that runs INSIDE each fresh isolate context, before the Reactor's code.
  *
- * It defines the Reactor globals (error classes, `fetch`, a silent `console`) and returns
- * `{ run, deliver }` to the host. The only host object it sees is the bridge callback, an
+ * It defines the Reactor globals (error classes, `fetch`, a silent `console`) and returns one
+ * function to the host: `('run', input, maxChars)` or `('deliver', callId, ok, text)`. The only host object it sees is the bridge callback, an
  * `ivm.Callback` in "ignored" mode: inside the isolate it is a plain function that posts
  * (op, json, callId) and returns undefined. The prelude removes it from the global object
  * and keeps it in its closure, so Reactor code can never reach it. Answers come back through
@@ -15,11 +15,18 @@
  */
 export const BRIDGE_GLOBAL = '__tessera_bridge'
 
+/** Where the module script leaves the Reactor's factory; `run` takes it (and deletes it) first thing. */
+export const FACTORY_GLOBAL = '__tessera_factory'
+
 export const MODULE_FILENAME = 'reactor.js'
 
-/** CommonJS-style wrapper; the header sits on its own line so positions match the user's code. */
+/**
+ * CommonJS-style wrapper; the header sits on its own line so positions match the user's code.
+ * Evaluating it only stores the factory function (for code that cannot escape the wrapper, see
+ * IsolateCache) and completes with `undefined`, so the host needs no reference to it.
+ */
 export function wrapModule(code: string): string {
-  return `(function (module, exports) {\n${code}\n})`
+  return `globalThis.${FACTORY_GLOBAL} = (function (module, exports) {\n${code}\n}); void 0`
 }
 
 /** Line offset that cancels the wrapper's header line in compiler messages and stacks. */
@@ -36,7 +43,8 @@ export const PRELUDE_SOURCE = String.raw`
   const PromiseCtor = Promise;
   const StringCtor = String;
   const MapCtor = Map;
-  const MAX_MESSAGE = 2000;
+  const ErrorCtor = Error;
+  const MAX_MESSAGE = 500;
 
   class BadRequestError extends Error {
     constructor(message) { super(message); this.name = 'BadRequestError'; }
@@ -63,7 +71,7 @@ export const PRELUDE_SOURCE = String.raw`
   function call(op, payload) {
     let json;
     try { json = stringify(payload === undefined ? null : payload); }
-    catch (e) { return PromiseCtor.reject(new TypeError('The argument of ' + op + ' is not serializable as JSON')); }
+    catch (e) { return PromiseCtor.reject(new ErrorCtor('The argument of ' + op + ' is not serializable as JSON')); }
     return new PromiseCtor(function (resolve, reject) {
       const id = ++nextCall;
       pending.set(id, { resolve: resolve, reject: reject });
@@ -128,8 +136,20 @@ export const PRELUDE_SOURCE = String.raw`
   delete global.SharedArrayBuffer;
   delete global.Atomics;
 
+  // The engine quotes values in its own messages (JSON.parse: the text it failed on; TypeError:
+  // the string it could not index), and in a Reactor those values are revealed data. Only text
+  // the author wrote on purpose (Error, the Tessera error classes, a thrown string) goes out.
+  // A few engine messages never carry a value and say what went wrong; they pass.
+  const ENGINE_ERRORS = [SyntaxError, TypeError, RangeError, ReferenceError, URIError, EvalError];
+  const SAFE_ENGINE_MESSAGES = ['Maximum call stack size exceeded', 'Invalid array length', 'Invalid string length', 'URI malformed'];
   function messageOf(e) {
     try {
+      for (const E of ENGINE_ERRORS) {
+        if (!(e instanceof E)) continue;
+        const m = StringCtor(e.message);
+        if (SAFE_ENGINE_MESSAGES.indexOf(m) >= 0) return E.name + ': ' + m;
+        return 'The Reactor threw a ' + E.name + ' (its message is withheld: it may quote data)';
+      }
       const m = e instanceof Error ? StringCtor(e.message) : StringCtor(e);
       return m.length > MAX_MESSAGE ? m.slice(0, MAX_MESSAGE) + '...' : m;
     } catch (_) { return 'The Reactor threw a value that cannot be described'; }
@@ -151,7 +171,7 @@ export const PRELUDE_SOURCE = String.raw`
       v = value === undefined ? '' : stringify(value);
       if (v === undefined) v = '';
     } catch (e) {
-      return [stringify({ kind: 'error', code: 'reactor_error', message: 'The Reactor result is not serializable as JSON: ' + messageOf(e) }), ''];
+      return [stringify({ kind: 'error', code: 'reactor_error', message: 'The Reactor result is not serializable as JSON.' }), ''];
     }
     // UTF-8 needs at least one byte per UTF-16 unit, so this never lets an oversized result out.
     if (m.length + v.length > maxChars) return [stringify({ kind: 'too_large' }), ''];
@@ -161,11 +181,12 @@ export const PRELUDE_SOURCE = String.raw`
   async function run(factory, input, maxChars) {
     let meta, value;
     try {
+      if (typeof factory !== 'function') throw new TypeError('The Reactor module did not load');
       const req = parse(input);
       const module = { exports: {} };
       factory.call(module.exports, module, module.exports);
       const handler = module.exports;
-      if (typeof handler !== 'function') throw new TypeError('module.exports must be a function');
+      if (typeof handler !== 'function') throw new ErrorCtor('module.exports must be a function');
       value = await handler({ args: req.args, configuration: req.configuration, svc: svc });
       meta = { kind: 'ok' };
     } catch (e) {
@@ -175,7 +196,13 @@ export const PRELUDE_SOURCE = String.raw`
     return encode(meta, value, maxChars);
   }
 
-  return { run: run, deliver: deliver };
+  // The host's one handle on this context: run the Reactor (once), or deliver a bridge answer.
+  return function (op, a, b, c) {
+    if (op === 'deliver') return deliver(a, b, c);
+    const factory = global.${FACTORY_GLOBAL};
+    delete global.${FACTORY_GLOBAL};
+    return run(factory, a, b);
+  };
 })(globalThis, (function () {
   const b = globalThis.${BRIDGE_GLOBAL};
   delete globalThis.${BRIDGE_GLOBAL};

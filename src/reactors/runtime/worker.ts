@@ -1,17 +1,21 @@
 /**
- * Piscina worker entry: owns this thread's isolates. Tasks are async end to end (isolate work
- * runs on isolated-vm's own threads), so one worker serves many invocations at once.
+ * Worker thread of the runtime child: owns this thread's isolates and serves its lane, the
+ * socket to the API process inherited by the child process (fd LANE_FD_BASE + lane). Calls are
+ * async end to end (isolate code runs on isolated-vm's own threads), so one worker serves many
+ * invocations at once, and a Reactor spinning until its deadline holds no one else's call.
  */
-import { MessageChannel, parentPort, threadId, workerData } from 'node:worker_threads'
+import { Socket } from 'node:net'
+import { workerData } from 'node:worker_threads'
 import { checkSyntax } from './check-syntax.js'
 import { describeCompileError } from './compile-error.js'
+import { FrameReader, encodeFrame } from './frames.js'
 import { runInvocation } from './invocation.js'
-import { IsolateCache } from './isolate-cache.js'
-import type { BridgePortMessage, CompileReply, InvokeReply, InvokeTask, PortBridgeResult, RuntimeLimits, WorkerTask } from './protocol.js'
+import { IsolateCache, type IsolateSlot } from './isolate-cache.js'
+import { splitOutcome, type LaneReply, type LaneRequest, type WireOutcome, type WorkerData } from './protocol.js'
 import type { BridgeLink } from './sandbox-context.js'
 import { ISOLATE_THREAD_NICE, lowerThreadPriority } from './thread-priority.js'
 
-const limits = workerData as RuntimeLimits
+const { limits, laneFd } = workerData as WorkerData
 
 // Before any isolate exists, so isolated-vm's threads, started from here, inherit it.
 lowerThreadPriority(ISOLATE_THREAD_NICE)
@@ -25,58 +29,65 @@ function onCatastrophe(message: string): void {
   process.kill(process.pid, 'SIGKILL')
 }
 
-// One cache per worker thread: the thread is the scope of these isolates, and piscina gives a
-// worker module no other place to keep state between tasks.
 const cache = new IsolateCache(limits, onCatastrophe)
+/** Bridge answers for running invocations, by invocation id; an ended one has no entry. */
+const answers = new Map<number, (callId: number, ok: boolean, json: string) => void>()
 
-/**
- * This thread's bridge channel to the child main thread, handed over once at start-up (piscina
- * relays `parentPort` messages as pool 'message' events). Calls carry their invocation id;
- * answers are routed back by it, and only while the invocation runs.
- */
-const answers = new Map<number, (answer: PortBridgeResult) => void>()
-const bridge = new MessageChannel()
-bridge.port1.on('message', (answer: PortBridgeResult) => answers.get(answer.id)?.(answer))
-bridge.port1.unref()
-parentPort?.postMessage({ type: 'tessera-bridge-port', threadId, port: bridge.port2 } satisfies BridgePortMessage, [bridge.port2])
+const lane = new Socket({ fd: laneFd, readable: true, writable: true })
+const send = (reply: LaneReply, body?: string): void => void lane.write(encodeFrame(reply, body))
+// Frames from the API process are at most an input or a bridge answer, plus a header.
+const reader = new FrameReader((header, body) => handle(header as LaneRequest, body), limits.payloadMaxBytes + 64 * 1024)
+lane.on('data', (chunk: Buffer) => reader.push(chunk))
+// The API process is gone (or the lane broke): the child's main thread ends the process.
+lane.on('close', () => process.exit(1))
+
+function handle(request: LaneRequest, body: string): void {
+  switch (request.t) {
+    case 'invoke':
+      void invoke(request, body)
+      return
+    case 'drop':
+      cache.drop(request.slots)
+      return
+    case 'compile':
+      void checkSyntax(body, limits.memoryMb).then(
+        (error) => send({ t: 'compiled', id: request.id, error }),
+        () => send({ t: 'compiled', id: request.id, error: 'The Reactor runtime could not check the code.' }),
+      )
+      return
+    case 'bridge-result':
+      answers.get(request.id)?.(request.callId, request.ok, body)
+      return
+  }
+}
 
 function linkFor(id: number): BridgeLink {
   return {
-    post: (call) => bridge.port1.postMessage({ id, ...call }),
+    post: (call) => send({ t: 'bridge', id, callId: call.callId, op: call.op }, call.json),
     listen: (onAnswer) => void answers.set(id, onAnswer),
     close: () => void answers.delete(id),
   }
 }
 
-export default async function handleTask(task: WorkerTask): Promise<InvokeReply | CompileReply | null> {
-  switch (task.op) {
-    case 'invoke':
-      return invoke(task)
-    case 'compile':
-      return { error: await checkSyntax(task.code, limits.memoryMb) }
-    case 'retire':
-      cache.retire(task.reactorId)
-      return null
-    case 'ping':
-      return null
+async function invoke(request: Extract<LaneRequest, { t: 'invoke' }>, input: string): Promise<void> {
+  const { id } = request
+  let slot: IsolateSlot | undefined
+  try {
+    slot = await cache.acquire(request.slot, request.keep, request.fresh)
+  } catch (err) {
+    return done(id, false, { kind: 'error', code: 'reactor_error', detail: `The Reactor code does not compile: ${describeCompileError(err, request.fresh?.code ?? '')}` })
   }
+  if (slot === undefined) return done(id, false, { kind: 'error', code: 'reactor_error', detail: 'The Reactor runtime lost the isolate of this call.' })
+  const outcome = await runInvocation(slot, () => cache.takeContext(slot), input, request.ms, linkFor(id), limits).catch(
+    (): WireOutcome => ({ kind: 'error', code: 'reactor_error', detail: 'The Reactor runtime failed during the call.' }),
+  )
+  // Released before answering: the answer says whether the isolate stays warm.
+  done(id, cache.release(slot), outcome)
 }
 
-async function invoke(task: InvokeTask): Promise<InvokeReply> {
-  if (Date.now() >= task.deadlineAt) {
-    return { start: undefined, outcome: { kind: 'error', code: 'reactor_timeout', detail: `The Reactor did not finish within ${limits.timeoutMs} ms.` } }
-  }
-  let acquired
-  try {
-    acquired = await cache.acquire(task.reactorId, task.version, task.code)
-  } catch (err) {
-    return { start: 'cold', outcome: { kind: 'error', code: 'reactor_error', detail: `The Reactor code does not compile: ${describeCompileError(err, task.code)}` } }
-  }
-  const { slot, start } = acquired
-  try {
-    const outcome = await runInvocation(slot, () => cache.takeContext(slot), task.input, task.deadlineAt, linkFor(task.id), limits)
-    return { start, outcome }
-  } finally {
-    cache.release(task.reactorId, slot)
-  }
+function done(id: number, kept: boolean, outcome: WireOutcome): void {
+  const [head, body] = splitOutcome(outcome)
+  send({ t: 'done', id, kept, outcome: head }, body)
 }
+
+send({ t: 'ready' })

@@ -57,8 +57,9 @@ export function applicationsRepository(knex: Knex) {
       tenantId: string,
       id: string,
       patch: Partial<Pick<ApplicationRecord, 'name' | 'permissions' | 'rules' | 'key_hash' | 'modified_by' | 'modified_at'>>,
+      outer: Knex = knex,
     ): Promise<{ updated: ApplicationRecord; previousKeyHash: string } | undefined> {
-      return knex.transaction(async (trx) => {
+      return outer.transaction(async (trx) => {
         const current = await table(trx).where({ tenant_id: tenantId, id }).forUpdate().first()
         if (!current) return undefined
         const values: Record<string, unknown> = { ...patch }
@@ -69,14 +70,14 @@ export function applicationsRepository(knex: Knex) {
       })
     },
     /** Deletes and returns the deleted row's key hash (so caches can drop it). */
-    async delete(tenantId: string, id: string): Promise<string | undefined> {
-      const [row] = await table().where({ tenant_id: tenantId, id }).delete().returning(['key_hash'])
+    async delete(tenantId: string, id: string, trx: Knex = knex): Promise<string | undefined> {
+      const [row] = await table(trx).where({ tenant_id: tenantId, id }).delete().returning(['key_hash'])
       return (row as { key_hash: string } | undefined)?.key_hash
     },
-    /** Removes expired Applications; returns their key hashes. */
-    async deleteExpired(now: Date): Promise<string[]> {
-      const rows = await table().where('expires_at', '<=', now).delete().returning(['key_hash'])
-      return (rows as { key_hash: string }[]).map((r) => r.key_hash)
+    /** Removes expired Applications; returns who they were (their sessions go next, their keys leave the caches). */
+    async deleteExpired(now: Date): Promise<Pick<ApplicationRecord, 'id' | 'tenant_id' | 'key_hash'>[]> {
+      const rows = await table().where('expires_at', '<=', now).delete().returning(['id', 'tenant_id', 'key_hash'])
+      return rows as Pick<ApplicationRecord, 'id' | 'tenant_id' | 'key_hash'>[]
     },
   }
 }

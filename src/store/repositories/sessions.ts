@@ -7,12 +7,22 @@ export interface SessionRecord {
   key_hash: string
   nonce_hash: string
   created_by: string
+  /** The key the creating (public) Application had: a session outlives no regeneration of it. */
+  created_by_key_hash: string | null
   permissions: string[]
   rules: AccessRuleRecord[]
   authorized_by: string | null
+  /** The key the authorizing (private) Application had when it authorized the session. */
+  authorized_by_key_hash: string | null
   authorized_at: Date | null
   created_at: Date
   expires_at: Date
+}
+
+function ofApplication(knex: Knex, tenantId: string, applicationId: string) {
+  return knex('sessions')
+    .where({ tenant_id: tenantId })
+    .where((q) => q.where('created_by', applicationId).orWhere('authorized_by', applicationId))
 }
 
 export function sessionsRepository(knex: Knex) {
@@ -27,7 +37,7 @@ export function sessionsRepository(knex: Knex) {
     async authorize(
       tenantId: string,
       nonceHash: string,
-      grant: Pick<SessionRecord, 'permissions' | 'rules' | 'authorized_by' | 'authorized_at' | 'expires_at'>,
+      grant: Pick<SessionRecord, 'permissions' | 'rules' | 'authorized_by' | 'authorized_by_key_hash' | 'authorized_at' | 'expires_at'>,
     ): Promise<SessionRecord | undefined> {
       const [row] = await knex<SessionRecord>('sessions')
         .where({ tenant_id: tenantId, nonce_hash: nonceHash })
@@ -36,6 +46,16 @@ export function sessionsRepository(knex: Knex) {
         .update({ ...grant, permissions: JSON.stringify(grant.permissions) as never, rules: JSON.stringify(grant.rules) as never })
         .returning('*')
       return row as SessionRecord | undefined
+    },
+    /** Key hashes of the sessions an Application created or authorized (to drop them from caches). */
+    async keyHashesOf(tenantId: string, applicationId: string, trx: Knex = knex): Promise<string[]> {
+      const rows = await ofApplication(trx, tenantId, applicationId).select('key_hash')
+      return (rows as { key_hash: string }[]).map((r) => r.key_hash)
+    },
+    /** Ends the sessions an Application created or authorized; returns their key hashes. */
+    async deleteOf(tenantId: string, applicationId: string, trx: Knex = knex): Promise<string[]> {
+      const rows = await ofApplication(trx, tenantId, applicationId).delete().returning(['key_hash'])
+      return (rows as { key_hash: string }[]).map((r) => r.key_hash)
     },
     async deleteExpired(now: Date): Promise<string[]> {
       const rows = await knex('sessions').where('expires_at', '<=', now).delete().returning(['key_hash'])

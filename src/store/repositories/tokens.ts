@@ -22,12 +22,25 @@ export interface TokenRecord {
   modified_at: Date
 }
 
-/** A token-access predicate: the caller's grants as SQL, so lists count only what it may see. */
+/** Which tokens one access rule matches: a container prefix, conditions (all must hold), or every token. */
+export interface ScopeMatch {
+  container?: string
+  conditions?: { attribute: 'id' | 'container'; operator: 'starts_with' | 'equals'; value: string }[]
+}
+
+/**
+ * A token-access predicate: the caller's grants as SQL, so lists count and page only tokens it
+ * may see. A token is in scope when some clause matches it and none of that clause's `unless`
+ * matches (earlier rules that decide otherwise). Several scopes are ANDed.
+ */
 export interface AccessScope {
-  /** True when a plain permission grants every token. */
-  all: boolean
-  containerPrefixes: string[]
-  conditionSets: { attribute: 'id' | 'container'; operator: 'starts_with' | 'equals'; value: string }[][]
+  clauses: { match: ScopeMatch; unless: ScopeMatch[] }[]
+}
+
+/** A position in the (created_at, id) order of a tenant's tokens: the last row of the page before. */
+export interface TokenPosition {
+  createdAt: Date
+  id: string
 }
 
 export interface TokenFilter {
@@ -38,6 +51,8 @@ export interface TokenFilter {
   fingerprints?: string[]
   searchHashes?: string[]
 }
+
+const CONTAINER_EXISTS = 'exists (select 1 from jsonb_array_elements_text(containers) c where'
 
 const JSON_COLUMNS = ['containers', 'metadata', 'mask', 'search_indexes', 'search_hashes'] as const
 
@@ -55,32 +70,36 @@ export function tokensRepository(knex: Knex) {
   function applyFilter(q: Knex.QueryBuilder, f: TokenFilter): void {
     if (f.ids?.length) void q.whereIn('id', f.ids)
     if (f.types?.length) void q.whereIn('type', f.types)
-    for (const c of f.containers ?? []) void q.whereRaw('exists (select 1 from jsonb_array_elements_text(containers) c where starts_with(c, ?))', [c])
+    for (const c of f.containers ?? []) void q.whereRaw(`${CONTAINER_EXISTS} starts_with(c, ?))`, [c])
     if (f.metadata && Object.keys(f.metadata).length) void q.whereRaw('metadata @> ?::jsonb', [JSON.stringify(f.metadata)])
     if (f.fingerprints?.length) void q.whereIn('fingerprint', f.fingerprints)
     for (const h of f.searchHashes ?? []) void q.whereRaw('search_hashes @> ?::jsonb', [JSON.stringify([h])])
   }
 
-  function applyScope(q: Knex.QueryBuilder, scope: AccessScope): void {
-    if (scope.all) return
-    void q.where((outer) => {
-      void outer.whereRaw('false')
-      for (const prefix of scope.containerPrefixes) {
-        void outer.orWhereRaw('exists (select 1 from jsonb_array_elements_text(containers) c where starts_with(c, ?))', [prefix])
+  function applyScopes(q: Knex.QueryBuilder, scopes: readonly AccessScope[]): void {
+    for (const scope of scopes) {
+      void q.where((outer) => {
+        void outer.whereRaw('false')
+        for (const clause of scope.clauses) {
+          void outer.orWhere((inner) => {
+            applyMatch(inner, clause.match)
+            for (const unless of clause.unless) void inner.whereNot((not) => applyMatch(not, unless))
+          })
+        }
+      })
+    }
+  }
+
+  function applyMatch(q: Knex.QueryBuilder, match: ScopeMatch): void {
+    void q.whereRaw('true')
+    if (match.container !== undefined) void q.whereRaw(`${CONTAINER_EXISTS} starts_with(c, ?))`, [match.container])
+    for (const cond of match.conditions ?? []) {
+      if (cond.attribute === 'id') {
+        void (cond.operator === 'equals' ? q.where('id', cond.value) : q.whereRaw('starts_with(id, ?)', [cond.value]))
+      } else {
+        void q.whereRaw(`${CONTAINER_EXISTS} ${cond.operator === 'equals' ? 'c = ?' : 'starts_with(c, ?)'})`, [cond.value])
       }
-      for (const set of scope.conditionSets) {
-        void outer.orWhere((inner) => {
-          for (const cond of set) {
-            if (cond.attribute === 'id') {
-              void (cond.operator === 'equals' ? inner.where('id', cond.value) : inner.whereRaw('starts_with(id, ?)', [cond.value]))
-            } else {
-              const test = cond.operator === 'equals' ? 'c = ?' : 'starts_with(c, ?)'
-              void inner.whereRaw(`exists (select 1 from jsonb_array_elements_text(containers) c where ${test})`, [cond.value])
-            }
-          }
-        })
-      }
-    })
+    }
   }
 
   return {
@@ -102,18 +121,32 @@ export function tokensRepository(knex: Knex) {
         .whereIn('id', ids as string[])
         .select('tenant_id', 'id', 'type', 'containers', 'mask', 'key_id', 'encrypted_key', 'ciphertext', 'expires_at')
     },
-    async findByFingerprint(tenantId: string, type: string, fingerprint: string): Promise<TokenRecord | undefined> {
-      return live().where({ tenant_id: tenantId, type, fingerprint }).orderBy('created_at').first()
+    /** The oldest live token with this fingerprint among those `scopes` admit. */
+    async findByFingerprint(tenantId: string, type: string, fingerprint: string, scopes: readonly AccessScope[]): Promise<TokenRecord | undefined> {
+      const q = live().where({ tenant_id: tenantId, type, fingerprint })
+      applyScopes(q, scopes)
+      return q.orderBy([{ column: 'created_at' }, { column: 'id' }]).first()
     },
-    async list(tenantId: string, filter: TokenFilter, scope: AccessScope, page: number, size: number): Promise<Page<TokenRecord>> {
+    async list(tenantId: string, filter: TokenFilter, scopes: readonly AccessScope[], page: number, size: number): Promise<Page<TokenRecord>> {
       const base = live().where({ tenant_id: tenantId })
       applyFilter(base, filter)
-      applyScope(base, scope)
+      applyScopes(base, scopes)
       const [countRow, items] = await Promise.all([
         base.clone().count<{ count: number }[]>({ count: '*' }).first(),
         base.clone().orderBy([{ column: 'created_at' }, { column: 'id' }]).limit(size).offset((page - 1) * size),
       ])
       return { items, total: Number(countRow?.count ?? 0) }
+    },
+    /**
+     * Keyset page: up to `limit` rows after `after` in (created_at, id) order, without a count, so
+     * a page costs the same however deep it is and rows inserted meanwhile neither repeat nor skip.
+     */
+    async listAfter(tenantId: string, filter: TokenFilter, scopes: readonly AccessScope[], after: TokenPosition | undefined, limit: number): Promise<TokenRecord[]> {
+      const q = live().where({ tenant_id: tenantId })
+      applyFilter(q, filter)
+      applyScopes(q, scopes)
+      if (after) void q.whereRaw('(created_at, id) > (?, ?)', [after.createdAt, after.id])
+      return q.orderBy([{ column: 'created_at' }, { column: 'id' }]).limit(limit)
     },
     async update(tenantId: string, id: string, patch: Partial<TokenRecord>, trx: Knex = knex): Promise<TokenRecord | undefined> {
       const [row] = await trx<TokenRecord>('tokens').where({ tenant_id: tenantId, id }).update(serialize(patch)).returning('*')
@@ -131,6 +164,10 @@ export function tokensRepository(knex: Knex) {
     /** A batch of rows still wrapped under a key other than `keyId`, for resumable re-wrapping. */
     async findWrappedNotUnder(keyId: string, limit: number): Promise<Pick<TokenRecord, 'tenant_id' | 'id' | 'key_id' | 'encrypted_key'>[]> {
       return knex<TokenRecord>('tokens').whereNot('key_id', keyId).select('tenant_id', 'id', 'key_id', 'encrypted_key').limit(limit)
+    },
+    async countWrappedNotUnder(keyId: string): Promise<number> {
+      const row = await knex('tokens').whereNot('key_id', keyId).count<{ count: number }[]>({ count: '*' }).first()
+      return Number(row?.count ?? 0)
     },
     /** Swaps the wrapping only if nobody changed it meanwhile (the server keeps running during a rewrap). */
     async replaceWrapping(row: { tenant_id: string; id: string; key_id: string }, next: { key_id: string; encrypted_key: Uint8Array }): Promise<boolean> {

@@ -26,6 +26,7 @@ export const bank: TokenType = {
     routing_number: '{{ data.routing_number }}',
     account_number: '{{ data.account_number | reveal_last: 4 }}',
   },
+  maskLimits: { routing_number: 'all', account_number: { first: 0, last: 4 } },
   // The same account number at another bank is another account.
   defaultFingerprintExpression: '{{ data.routing_number }}:{{ data.account_number }}',
   canonicalize: identity,
@@ -41,6 +42,7 @@ export const usBankRoutingNumber: TokenType = {
   },
   // Routing numbers identify banks, not people, and are printed on every cheque.
   defaultMask: '{{ data }}',
+  maskLimits: { '': 'all' },
   defaultFingerprintExpression: '{{ data }}',
   canonicalize: identity,
 }

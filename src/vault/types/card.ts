@@ -2,6 +2,8 @@ import type { FieldErrors } from '../../errors/index.js'
 import { isDigits, passesLuhn } from './checksums.js'
 import { checkObject, FieldErrorList, identity, requireString, type TokenType } from './token-type.js'
 
+const PAN_LIMIT = { first: 6, last: 4 }
+
 const CARD_FIELDS = ['number', 'expiration_month', 'expiration_year', 'cvc'] as const
 
 function checkCardNumber(value: unknown, field: string, errors: FieldErrorList): void {
@@ -38,6 +40,8 @@ export const card: TokenType = {
     expiration_month: '{{ data.expiration_month }}',
     expiration_year: '{{ data.expiration_year }}',
   },
+  // PCI DSS 3.4.1: at most the BIN (first six) and the last four digits may be displayed.
+  maskLimits: { number: PAN_LIMIT, expiration_month: 'all', expiration_year: 'all' },
   // The number alone identifies a card; expiry and CVC change on reissue.
   defaultFingerprintExpression: '{{ data.number }}',
   canonicalize: identity,
@@ -52,6 +56,7 @@ export const cardNumber: TokenType = {
     return errors.fields
   },
   defaultMask: '{{ data | reveal_last: 4 }}',
+  maskLimits: { '': PAN_LIMIT },
   defaultFingerprintExpression: '{{ data }}',
   canonicalize: identity,
 }

@@ -31,6 +31,7 @@ function identifierType(name: 'social_security_number' | 'employer_id_number', d
       return errors.fields
     },
     defaultMask: '{{ data | reveal_last: 4 }}',
+    maskLimits: { '': { first: 0, last: 4 } },
     defaultFingerprintExpression: '{{ data }}',
     canonicalize: (data) => stripDashes(data as string),
   }

@@ -13,6 +13,8 @@ const token: TokenType = {
   },
   // Arbitrary data has no shape a mask could assume.
   defaultMask: null,
+  // Any JSON: no field is known to be safe to show, so at most the last four characters of any.
+  maskLimits: { '*': { first: 0, last: 4 } },
   defaultFingerprintExpression: '{{ data }}',
   canonicalize: identity,
 }
@@ -39,6 +41,7 @@ export function getTokenType(name: TokenTypeName): TokenType {
 
 export type { TokenType, TokenTypeName } from './token-type.js'
 export { applyTransform, type Transform, type TransformableToken } from './transforms.js'
+export { allowedMask, maskProblems, type Allowance, type MaskLimits } from './mask-limits.js'
 export { canonicalJson, fingerprintInput, searchIndexValues } from './fingerprint-input.js'
 export { compileDataTemplate, dataLookup, renderDataTemplate, validateDataTemplate } from './data-template.js'
 export { detectCardBrand, type CardBrand } from './card-brand.js'

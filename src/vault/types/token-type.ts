@@ -1,4 +1,5 @@
 import type { FieldErrors } from '../../errors/index.js'
+import type { MaskLimits } from './mask-limits.js'
 
 export type TokenTypeName =
   | 'token'
@@ -24,6 +25,8 @@ export interface TokenType {
   validate(data: unknown): FieldErrors
   /** Null when the type has no mask: the `mask` transform then omits `data`. */
   defaultMask: unknown
+  /** What any mask of this type may show (the default mask included); see mask-limits.ts. */
+  maskLimits: MaskLimits
   defaultFingerprintExpression: string
   /**
    * The form fingerprints are computed over, so that equal values written differently (an

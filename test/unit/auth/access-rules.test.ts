@@ -123,7 +123,9 @@ t.test('validateRules: transform and permissions', async (t) => {
     'rules[0].permissions[0]': ['may not be held by a public Application'],
     'rules[0].permissions[1]': ['may not be held by a public Application'],
   })
-  t.same(validateRules([valid({ permissions: ['token:read'] })], 'management'), { 'rules[0].permissions[0]': ['may not be held by a management Application'] })
+  // Issue 12: a management Application holds token permissions as the ceiling of what it may grant.
+  t.same(validateRules([valid({ permissions: ['token:read'] })], 'management'), {}, 'a grant ceiling')
+  t.same(validateRules([valid({ permissions: ['token:read'] })], 'public'), { 'rules[0].permissions[0]': ['may not be held by a public Application'] })
   const session = { priority: 1, conditions: [{ attribute: 'id' as const, operator: 'equals' as const, value: 'x' }], transform: 'mask' as const }
   t.same(validateRules([{ ...session, permissions: ['application:read'] }], 'session'), { 'rules[0].permissions[0]': ['may not be held by a session'] })
 })
@@ -141,8 +143,8 @@ t.test('validateRules: container', async (t) => {
 
 t.test('validateRules: conditions', async (t) => {
   const conditions = [{ attribute: 'id' as const, operator: 'equals' as const, value: 'tok_1' }]
-  t.same(validateRules([valid({ conditions })], 'private'), { 'rules[0]': ['container and conditions are mutually exclusive'] })
-  t.same(validateRules([valid({ conditions })], 'session'), { 'rules[0]': ['container and conditions are mutually exclusive'] })
+  t.same(validateRules([valid({ conditions })], 'private'), { 'rules[0].container': ['must not be given together with conditions'] })
+  t.same(validateRules([valid({ conditions })], 'session'), { 'rules[0].container': ['must not be given together with conditions'] })
   const { container: _omit, ...unscoped } = valid()
   t.same(validateRules([{ ...unscoped, conditions }], 'private'), {
     'rules[0].conditions': ['is allowed only on sessions'],

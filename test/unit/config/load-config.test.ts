@@ -34,3 +34,30 @@ t.test('every bad variable is reported at once', async (t) => {
   const text = err.message
   for (const name of ['PORT', 'SVC_RATE_LIMIT_GLOBAL', 'DATABASE_URL', 'SVC_PROXY_ALLOW_HTTP']) t.match(text, name)
 })
+
+t.test('the runtime child environment is an allow-list', async (t) => {
+  const c = loadConfig({ SVC_MASTER_KEY: 'k1:abc', SVC_KEY_HASH_SECRET: 'x'.repeat(40), DATABASE_URL: 'postgres://u:p@h/d', HOME: '/root', PATH: '/bin', TZ: 'UTC', LANG: 'C.UTF-8' })
+  t.same(c.reactors.childEnv, { TZ: 'UTC', LANG: 'C.UTF-8' })
+})
+
+t.test('IPv6 rate-limit prefix: /64 by default, configurable', async (t) => {
+  t.equal(loadConfig({}).rateLimit.ipv6PrefixLength, 64)
+  t.equal(loadConfig({ SVC_RATE_LIMIT_IPV6_PREFIX: '56' }).rateLimit.ipv6PrefixLength, 56)
+  t.throws(() => loadConfig({ SVC_RATE_LIMIT_IPV6_PREFIX: '129' }), /SVC_RATE_LIMIT_IPV6_PREFIX/)
+})
+
+t.test('Reactor fairness and warm-pool bounds: defaults, and caps that only make sense in order', async (t) => {
+  const c = loadConfig({})
+  t.same(c.reactors.concurrency, { total: 32, perTenant: 16, perReactor: 8 })
+  t.same(c.reactors.queue, { total: 256, perTenant: 64, timeoutMs: 1000 })
+  t.same(c.reactors.warm, { perReactor: 8, total: 64, idleMs: 60_000 })
+  const err = t.throws(() =>
+    loadConfig({ SVC_REACTOR_CONCURRENCY_PER_REACTOR: '20', SVC_REACTOR_QUEUE_PER_TENANT: '300', SVC_REACTOR_HOT_CONCURRENCY: '9' }),
+  ) as ConfigError
+  t.same(err.problems, [
+    'SVC_REACTOR_CONCURRENCY_PER_REACTOR (20) must not exceed SVC_REACTOR_CONCURRENCY_PER_TENANT (16)',
+    'SVC_REACTOR_QUEUE_PER_TENANT (300) must not exceed SVC_REACTOR_QUEUE_TOTAL (256)',
+    'SVC_REACTOR_HOT_CONCURRENCY (9) must not exceed SVC_REACTOR_WARM_PER_REACTOR (8)',
+  ])
+  t.equal(loadConfig({ SVC_REACTOR_HOT_CONCURRENCY: '9', SVC_REACTOR_WARM_PER_REACTOR: '9' }).reactors.hotConcurrency, 9)
+})

@@ -19,6 +19,7 @@ t.test('concatenates base (trailing / stripped), sub-path and query', async (t) 
     // Sent untouched: no re-encoding of characters WHATWG would escape in a query.
     ['https://api.example.com', '/a/./b', "q='x'", 'https://api.example.com', "/a/./b?q='x'"],
     ['https://api.example.com', '/a..b/..c/%2e', '', 'https://api.example.com', '/a..b/..c/%2e'],
+    ['https://api.example.com', '/a;v=1/b..;c/x.;y', '', 'https://api.example.com', '/a;v=1/b..;c/x.;y'],
     ['https://[2606:4700::1]/p', '/x', '', 'https://[2606:4700::1]', '/p/x'],
     ['https://8.8.8.8', '/x', '', 'https://8.8.8.8', '/x'],
   ]
@@ -42,6 +43,17 @@ t.test('refuses every form that could leave the base or the policy', async (t) =
     ['https://h/api', '/..%2fadmin', ''],
     ['https://h/api', '/..%5Cadmin', ''],
     ['https://h/api', '/a%2f..%2f..%2fadmin', ''],
+    // Dot segments with path parameters: Tomcat/Spring resolve `..;x` as `..`.
+    ['https://h/api', '/..;/admin', ''],
+    ['https://h/api', '/..;jsessionid=1/admin', ''],
+    ['https://h/api', '/a/..;', ''],
+    ['https://h/api', '/.;/..;/admin', ''],
+    ['https://h/api', '/%2e%2e;/admin', ''],
+    ['https://h/api', '/..%3b/admin', ''],
+    ['https://h/api', '/%2E.%3B/admin', ''],
+    ['https://h/api', '/..;%2fadmin', ''],
+    ['https://h/api', '/a%2f..;%2fadmin', ''],
+    ['https://h/api/..;/admin', '', ''],
     ['https://h/api', '//evil.example/x', ''],
     ['https://h', '//evil.example', ''],
     ['https://h/api', '/a//b', ''],

@@ -31,6 +31,27 @@ for (const path of paths) {
     await t.rejects(readAll(res.body))
   })
 
+  t.test(`${path.name}: a destination that switches protocols (101) is a 502, never a hang`, async (t) => {
+    const port = await startRawStub(t, (socket) =>
+      socket.once('data', () => socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nraw bytes')),
+    )
+    const forwarder = openForwarder(t, { timeoutMs: 60_000 })
+    const err = await forwarder.forward({ method: 'GET', destination: rawDestination(`http://127.0.0.1:${port}/`), headers: path.headers }).catch((e: unknown) => e)
+    t.match(err, { code: 'destination_unreachable', status: 502, detail: /switched protocols \(101\); the proxy does not tunnel/ })
+  })
+
+  t.test(`${path.name}: a destination that trickles its head is a 504`, async (t) => {
+    // Never idle for the time-out, never done: only a deadline on the whole head ends it.
+    const port = await startRawStub(t, (socket) => {
+      const timer = setInterval(() => socket.write('X'), 50)
+      socket.once('data', () => socket.write('HTTP/1.1 200 OK\r\nX-Slow: '))
+      socket.on('close', () => clearInterval(timer))
+    })
+    const forwarder = openForwarder(t, { timeoutMs: 400 })
+    const err = await forwarder.forward({ method: 'GET', destination: rawDestination(`http://127.0.0.1:${port}/`), headers: path.headers }).catch((e: unknown) => e)
+    t.match(err, { status: 504 })
+  })
+
   t.test(`${path.name}: a refused port is a 502`, async (t) => {
     const forwarder = openForwarder(t)
     const err = await forwarder.forward({

@@ -44,15 +44,36 @@ t.test('SVC-PROXY-KEEP-ALIVE and SVC-PROXY-CONNECTION reach the wire as Keep-Ali
   }
 })
 
-t.test('any Connection value is sent as given, even ones undici would refuse or rewrite', async (t) => {
+t.test('only keep-alive and close are sent as Connection; anything else is a 400 before anything is sent', async (t) => {
   const stub = await startStub(t)
   const forwarder = openForwarder(t)
-  for (const value of ['close', 'keep-alive', 'Upgrade, X-Thing', 'TE']) {
+  for (const value of ['close', 'keep-alive', 'Keep-Alive', ' CLOSE ']) {
     await readAll((await forwarder.forward({
       method: 'GET', destination: rawDestination(stub.origin), headers: { 'svc-proxy-connection': value },
     })).body)
-    t.same(rawPairs(stub.seen.at(-1)?.rawHeaders ?? [], 'connection'), [['Connection', value]], value)
+    t.same(rawPairs(stub.seen.at(-1)?.rawHeaders ?? [], 'connection'), [['Connection', value.trim()]], value)
   }
+  const sent = stub.seen.length
+  for (const value of ['Upgrade', 'upgrade, keep-alive', 'Upgrade, X-Thing', 'TE', 'keep-alive, Content-Length', 'keep-alive, Authorization', 'close, close', '']) {
+    await t.rejects(forwarder.forward({ method: 'GET', destination: rawDestination(stub.origin), headers: { 'svc-proxy-connection': value } }),
+      { code: 'bad_request', status: 400, detail: /SVC-PROXY-CONNECTION must be keep-alive or close/ }, JSON.stringify(value))
+  }
+  t.equal(stub.seen.length, sent, 'none of them reached the destination')
+})
+
+t.test('SVC-PROXY-KEEP-ALIVE takes timeout=<n> and max=<n> only', async (t) => {
+  const stub = await startStub(t)
+  const forwarder = openForwarder(t)
+  for (const value of ['timeout=5', 'max=100', 'timeout=5, max=1000', 'MAX=1,timeout=2']) {
+    await readAll((await forwarder.forward({ method: 'GET', destination: rawDestination(stub.origin), headers: { 'svc-proxy-keep-alive': value } })).body)
+    t.same(rawPairs(stub.seen.at(-1)?.rawHeaders ?? [], 'keep-alive'), [['Keep-Alive', value]], value)
+  }
+  const sent = stub.seen.length
+  for (const value of ['timeout', 'timeout=x', 'timeout=5, timeout=6', 'timeout=5; max=1', 'timeout=5, Content-Length', 'foo=1', '', 'timeout=-1']) {
+    await t.rejects(forwarder.forward({ method: 'GET', destination: rawDestination(stub.origin), headers: { 'svc-proxy-keep-alive': value } }),
+      { code: 'bad_request', status: 400, detail: /SVC-PROXY-KEEP-ALIVE/ }, JSON.stringify(value))
+  }
+  t.equal(stub.seen.length, sent, 'none of them reached the destination')
 })
 
 t.test('Keep-Alive alone implies Connection: keep-alive', async (t) => {

@@ -7,7 +7,7 @@ import { destinationHeadersPlugin } from '../../../src/proxy/plugins/destination
 import { requestTransformPlugin, responseTransformPlugin, type TransformConfig } from '../../../src/proxy/plugins/transform/index.js'
 
 const limits = { codeMaxChars: 100, payloadMaxBytes: 64 }
-const config: TransformConfig = { reactorId: 'p:request', version: 'v1', code: 'module.exports = 1', configuration: { A: 'b' } }
+const config: TransformConfig = { tenantId: 't1', reactorId: 'p:request', version: 'v1', code: 'module.exports = 1', configuration: { A: 'b' } }
 const actor = { id: 'actor' } as Principal
 
 function exchange(headers: string[], body: string): Exchange {

@@ -35,3 +35,15 @@ t.test('IPv4-mapped trusted range and bad entries', async (t) => {
   t.throws(() => createClientIpResolver(['10.0.0.0/33']), /SVC_TRUSTED_PROXIES: "10.0.0.0\/33"/)
   t.throws(() => createClientIpResolver(['proxy.local']), /SVC_TRUSTED_PROXIES/)
 })
+
+t.test('IPv6 clients are counted per network of the configured prefix length', async (t) => {
+  const per64 = createClientIpResolver(['10.0.0.0/8'], 64)
+  t.equal(per64('2001:db8:1:2:aaaa::1', undefined), '2001:db8:1:2::/64')
+  t.equal(per64('2001:db8:1:2:ffff:ffff:ffff:ffff', undefined), '2001:db8:1:2::/64', 'the same /64, the same bucket')
+  t.equal(per64('2001:db8:1:3::1', undefined), '2001:db8:1:3::/64', 'the next /64 is another client')
+  t.equal(per64('10.0.0.1', '2001:db8:1:2::99'), '2001:db8:1:2::/64', 'behind a trusted proxy too')
+  t.equal(per64('203.0.113.9', undefined), '203.0.113.9', 'IPv4 unchanged')
+  t.equal(per64('::ffff:203.0.113.9', undefined), '203.0.113.9', 'IPv4-mapped counts as IPv4')
+  t.equal(createClientIpResolver([], 48)('2001:db8:1:2::1', undefined), '2001:db8:1::/48')
+  t.equal(createClientIpResolver([], 128)('2001:db8:1:2::1', undefined), '2001:db8:1:2::1', '128: single addresses')
+})

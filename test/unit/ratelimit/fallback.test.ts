@@ -19,7 +19,7 @@ function flakyStore() {
       s.calls++
       if (s.pending) await s.pending
       if (s.down) throw new Error('connection refused')
-      return { allowed: true }
+      return { allowed: true, quota: { limit: 2, remaining: 1, resetMs: 1000 } }
     },
     close: async () => undefined,
   }

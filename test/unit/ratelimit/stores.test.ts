@@ -22,6 +22,20 @@ async function hits(store: RateLimitStore, ip: string, scopes: ScopeHit[], n: nu
 }
 
 function contract(t: Test, make: (t: Test) => Promise<Subject>) {
+  t.test('every decision carries the quota of the tightest scope', async (t) => {
+    const { store } = await make(t)
+    const remaining = (await hits(store, '192.0.2.20', [global], 3)).map((d) => d.quota.remaining)
+    t.same(remaining, [2, 1, 0], 'counts down to 0 at the limit')
+    const first = await store.hit('192.0.2.21', [global])
+    t.equal(first.quota.limit, 3)
+    t.ok(first.quota.resetMs > 0 && first.quota.resetMs <= WINDOW, `reset within the window (${first.quota.resetMs} ms)`)
+    const both = await store.hit('192.0.2.22', [global, search])
+    t.match(both.quota, { limit: 1, remaining: 0 }, 'the route scope is tighter than global')
+    const denied = await store.hit('192.0.2.22', [global, search])
+    t.match(denied, { allowed: false, scope: 'tokens_search' })
+    if (!denied.allowed) t.same(denied.quota, { limit: 1, remaining: 0, resetMs: denied.retryAfterMs }, 'a denied request resets when its block ends')
+  })
+
   t.test('exactly the limit passes, the next is denied, the block holds then lifts', async (t) => {
     const { store, advance } = await make(t)
     const passed = await hits(store, '192.0.2.1', [global], 3)
@@ -78,6 +92,22 @@ t.test('redis store', { skip: await skipWithoutRedis() }, async (t) => {
     return store
   }
   contract(t, async (t) => ({ store: await makeRedis(t, uniquePrefix(t)), advance: sleep }))
+
+  t.test('one hit is one Redis command, whatever the number of scopes', async (t) => {
+    const store = await makeRedis(t, uniquePrefix(t))
+    await store.hit('192.0.2.30', [global])
+    // The client is private; counting what it sends is the point of this test.
+    const client = (store as unknown as { client: { sendCommand: (...args: unknown[]) => unknown } }).client
+    const sent: string[] = []
+    const original = client.sendCommand.bind(client)
+    client.sendCommand = (...args: unknown[]) => {
+      sent.push(String((args[0] as { name: string }).name))
+      return original(...args)
+    }
+    const decision = await store.hit('192.0.2.30', [global, search])
+    t.equal(sent.length, 1, `one command (${sent.join(', ')})`)
+    t.match(decision.quota, { limit: 1, remaining: 0 }, 'and it brought the quota')
+  })
 
   t.test('keys expire on Redis', async (t) => {
     const prefix = uniquePrefix(t)

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { applyHit, decide, type WindowState } from '../../../src/ratelimit/window.js'
+import { applyHit, decide, usageOf, type WindowState } from '../../../src/ratelimit/window.js'
 import type { ScopeHit } from '../../../src/ratelimit/types.js'
 
 const rule: ScopeHit = { scope: 'global', limit: 2, windowMs: 1000, blockMs: 5000 }
@@ -28,7 +28,26 @@ t.test('the window opens with its first request and resets when it ends', async 
 
 t.test('decide names the scope blocked longest', async (t) => {
   const scopes: ScopeHit[] = [rule, { ...rule, scope: 'tokens_search' }]
-  t.same(decide(scopes, [0, 0]), { allowed: true })
-  t.same(decide(scopes, [0, 300]), { allowed: false, scope: 'tokens_search', retryAfterMs: 300 })
-  t.same(decide(scopes, [900, 300]), { allowed: false, scope: 'global', retryAfterMs: 900 })
+  const open = { blockedMs: 0, count: 0, resetMs: 1000 }
+  const blocked = (ms: number) => ({ blockedMs: ms, count: 0, resetMs: ms })
+  t.match(decide(scopes, [open, open]), { allowed: true })
+  t.same(decide(scopes, [open, blocked(300)]), { allowed: false, scope: 'tokens_search', retryAfterMs: 300, quota: { limit: 2, remaining: 0, resetMs: 300 } })
+  t.same(decide(scopes, [blocked(900), blocked(300)]), { allowed: false, scope: 'global', retryAfterMs: 900, quota: { limit: 2, remaining: 0, resetMs: 900 } })
+})
+
+t.test('the quota is the scope with the fewest requests left', async (t) => {
+  const global: ScopeHit = { scope: 'global', limit: 10, windowMs: 10_000, blockMs: 5000 }
+  const search: ScopeHit = { scope: 'tokens_search', limit: 3, windowMs: 1000, blockMs: 5000 }
+  t.same(decide([global, search], [{ blockedMs: 0, count: 2, resetMs: 9000 }, { blockedMs: 0, count: 2, resetMs: 400 }]), {
+    allowed: true,
+    quota: { limit: 3, remaining: 1, resetMs: 400 },
+  })
+  t.same(decide([global, search], [{ blockedMs: 0, count: 9, resetMs: 9000 }, { blockedMs: 0, count: 2, resetMs: 400 }]).quota, { limit: 10, remaining: 1, resetMs: 9000 })
+})
+
+t.test('usageOf reads the window applyHit left', async (t) => {
+  const s = fresh()
+  t.same(usageOf(s, applyHit(s, rule, 100), 300), { blockedMs: 0, count: 1, resetMs: 800 })
+  t.same(usageOf(s, applyHit(s, rule, 400), 400), { blockedMs: 0, count: 2, resetMs: 700 })
+  t.same(usageOf(s, applyHit(s, rule, 500), 500), { blockedMs: 5000, count: 0, resetMs: 5000 })
 })

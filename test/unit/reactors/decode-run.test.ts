@@ -46,3 +46,10 @@ t.test('anything malformed is a reactor_error, never a crash', async (t) => {
     t.match(decodeRun(result, LIMIT), { kind: 'error', code: 'reactor_error', detail: /malformed/ }, JSON.stringify(result) ?? 'undefined')
   }
 })
+
+t.test('a Reactor error message reaches the caller cut to 500 characters, header names are never echoed', async (t) => {
+  const long = decodeRun([JSON.stringify({ kind: 'error', code: 'reactor_error', message: 'y'.repeat(5000) }), ''], 1 << 20)
+  t.equal(long.kind === 'error' ? long.detail : '', `${'y'.repeat(500)}...`)
+  const header = decodeRun([JSON.stringify({ kind: 'response', status: 200, headers: { 'x-4539578763621445': {} } }), ''], 1 << 20)
+  t.notMatch(JSON.stringify(header), '4539578763621445')
+})

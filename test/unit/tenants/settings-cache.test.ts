@@ -1,29 +1,19 @@
 import t from 'tap'
-import type { Database, Tenant } from '../../../src/store/index.js'
+import type { Tenant } from '../../../src/store/index.js'
 import { createTenantSettingsCache } from '../../../src/tenants/settings-cache.js'
-
-/** Listen/notify shared by several "processes", like Postgres NOTIFY. */
-function bus() {
-  const handlers: ((payload: string) => void)[] = []
-  const db = {
-    listen: async (_channel: string, fn: (payload: string) => void) => void handlers.push(fn),
-    notify: async (_channel: string, payload: string) => handlers.forEach((h) => h(payload)),
-    onListenerLost: () => {},
-  }
-  return db as unknown as Database
-}
+import { fakeNotify } from '../../helpers/fake-notify.js'
 
 function tenant(enabled: boolean): Tenant {
   return { id: 't1', name: 'n', settings: { ephemeral_proxy_enabled: enabled }, created_at: new Date(), modified_at: new Date() }
 }
 
 t.test('reads once, then from memory; an invalidation anywhere reloads everywhere', async (t) => {
-  const db = bus()
+  const pg = fakeNotify()
   let stored = tenant(true)
   let loads = 0
   const load = async () => (loads++, stored)
-  const a = createTenantSettingsCache({ db, load })
-  const b = createTenantSettingsCache({ db, load })
+  const a = createTenantSettingsCache({ bus: pg.process().bus, load })
+  const b = createTenantSettingsCache({ bus: pg.process().bus, load })
   await a.start()
   await b.start()
   t.equal((await a.get('t1')).ephemeral_proxy_enabled, true)
@@ -38,11 +28,10 @@ t.test('reads once, then from memory; an invalidation anywhere reloads everywher
 })
 
 t.test('a load that raced with an invalidation is not cached', async (t) => {
-  const db = bus()
   let release!: (value: Tenant) => void
   let loads = 0
   const cache = createTenantSettingsCache({
-    db,
+    bus: fakeNotify().process().bus,
     load: () => {
       loads++
       return loads === 1 ? new Promise<Tenant>((r) => (release = r)) : Promise.resolve(tenant(false))
@@ -57,6 +46,6 @@ t.test('a load that raced with an invalidation is not cached', async (t) => {
 })
 
 t.test('an unknown tenant is refused', async (t) => {
-  const cache = createTenantSettingsCache({ db: bus(), load: async () => undefined })
+  const cache = createTenantSettingsCache({ bus: fakeNotify().process().bus, load: async () => undefined })
   await t.rejects(cache.get('nope'), { code: 'forbidden' })
 })

@@ -29,6 +29,8 @@ export interface TransformRunner {
 
 /** One transform of one pre-configured proxy; `reactorId` is stable per proxy and transform, `version` changes with the code. */
 export interface TransformConfig {
+  /** The proxy's tenant: transforms count against its Reactor concurrency caps. */
+  tenantId: string
   reactorId: string
   version: string
   code: string
@@ -45,12 +47,13 @@ function configSchema(codeMaxChars: number): JSONSchemaType<TransformConfig> {
   return {
     type: 'object',
     properties: {
+      tenantId: { type: 'string', minLength: 1 },
       reactorId: { type: 'string', minLength: 1 },
       version: { type: 'string', minLength: 1 },
       code: { type: 'string', minLength: 1, maxLength: codeMaxChars },
       configuration: { type: 'object', required: [], additionalProperties: { type: 'string' } },
     },
-    required: ['reactorId', 'version', 'code', 'configuration'],
+    required: ['tenantId', 'reactorId', 'version', 'code', 'configuration'],
     additionalProperties: false,
   }
 }
@@ -124,10 +127,11 @@ export function responseTransformPlugin(runner: TransformRunner, limits: Transfo
 async function run(runner: TransformRunner, which: Which, config: TransformConfig, args: unknown, actor: Principal | undefined): Promise<ReactorOutcome> {
   const context: InvocationContext = { actor }
   try {
-    return await runner.invoke({ reactorId: config.reactorId, version: config.version, code: config.code, args, configuration: config.configuration, context })
+    return await runner.invoke({ tenantId: config.tenantId, reactorId: config.reactorId, version: config.version, code: config.code, args, configuration: config.configuration, context })
   } catch (err) {
     if (!(err instanceof AppError)) throw err
-    throw new AppError(err.code, { detail: `The ${which} transform failed: ${err.detail ?? err.title}`, errors: err.errors, cause: err })
+    // Headers (Retry-After of a shed call) and whether tenant code wrote the detail stay with the error.
+    throw new AppError(err.code, { detail: `The ${which} transform failed: ${err.detail ?? err.title}`, errors: err.errors, headers: err.headers, cause: err, untrustedDetail: err.untrustedDetail })
   }
 }
 

@@ -1,0 +1,213 @@
+import type { Logger } from 'pino'
+import { AppError } from '../errors/index.js'
+import type { UnsealedAuditRow } from '../store/index.js'
+import type { AuditEvent } from './events.js'
+import { eventToRow } from './rows.js'
+import { validateAuditEvent } from './validate-event.js'
+
+export interface AuditWriterOptions {
+  /** Writes one batch in one transaction; rejects if nothing of it was written. */
+  write(rows: UnsealedAuditRow[]): Promise<void>
+  logger: Pick<Logger, 'error' | 'warn'>
+  /** Events waiting (queued, not yet in a transaction) beyond which new ones are refused. */
+  queueMaxEvents: number
+  /** Events per transaction (a single request's group is never split). */
+  batchMaxEvents: number
+  /** How long `record` waits for durability before the caller gets 503. */
+  timeoutMs: number
+  /** Pause after a failed batch before the next attempt, so a database that is down is not hammered. */
+  retryDelayMs?: number
+  now?: () => Date
+}
+
+export interface AuditWriterStats {
+  queued: number
+  written: number
+  batches: number
+  dropped: number
+  /** The last batch failed and none has succeeded since. */
+  failing: boolean
+}
+
+/** A request's events, written together; settled once, on durability or on refusal. */
+interface Group {
+  rows: UnsealedAuditRow[]
+  durable: boolean
+  cancelled: boolean
+  attempts: number
+  settle(err?: Error): void
+}
+
+const NOTE_ATTEMPTS = 3
+
+export const auditUnavailable = (why: string) =>
+  new AppError('unavailable', { detail: `The audit log cannot be written (${why}); nothing was revealed.` })
+
+/**
+ * Group commit: events wait in one bounded queue; one transaction at a time takes everything
+ * waiting (up to `batchMaxEvents`), so under load many requests share one insert and one commit
+ * and an idle writer starts at once. `record` is the fail-closed path: it resolves only when the
+ * events are committed and rejects with 503 `unavailable` when the queue is full, the write
+ * failed or `timeoutMs` passed (events still waiting are then withdrawn; a batch already in a
+ * transaction may yet commit, so an entry can exist for a request that answered 503). `note` is
+ * the cheaper path for events that reveal nothing: the caller does not wait; a failed write is
+ * retried twice, and what cannot be written or queued is logged as dropped.
+ */
+export function createAuditWriter(options: AuditWriterOptions) {
+  const now = options.now ?? (() => new Date())
+  const retryDelayMs = options.retryDelayMs ?? 100
+  let queue: Group[] = []
+  let queued = 0
+  let writing: Promise<void> | undefined
+  let pausedUntil = 0
+  let closing = false
+  const stats = { written: 0, batches: 0, dropped: 0, failing: false }
+
+  const toRows = (events: readonly AuditEvent[]) => {
+    const at = now()
+    return events.map((e) => (validateAuditEvent(e), eventToRow(e, at)))
+  }
+
+  function enqueue(group: Group): void {
+    queue.push(group)
+    queued += group.rows.length
+    schedule()
+  }
+
+  function schedule(): void {
+    if (writing || queue.length === 0) return
+    const wait = pausedUntil - Date.now()
+    if (wait > 0) {
+      writing = new Promise<void>((resolve) => setTimeout(resolve, wait)).finally(() => ((writing = undefined), schedule()))
+      return
+    }
+    writing = writeBatch().finally(() => ((writing = undefined), schedule()))
+  }
+
+  function take(): Group[] {
+    const batch: Group[] = []
+    let size = 0
+    while (queue.length > 0) {
+      const group = queue[0]!
+      if (!group.cancelled && batch.length > 0 && size + group.rows.length > options.batchMaxEvents) break
+      queue.shift()
+      queued -= group.rows.length
+      if (group.cancelled) continue
+      batch.push(group)
+      size += group.rows.length
+    }
+    return batch
+  }
+
+  async function writeBatch(): Promise<void> {
+    const batch = take()
+    if (batch.length === 0) return
+    const rows = batch.flatMap((g) => g.rows)
+    try {
+      await options.write(rows)
+      stats.written += rows.length
+      stats.batches += 1
+      stats.failing = false
+      for (const g of batch) g.settle()
+    } catch (err) {
+      stats.failing = true
+      pausedUntil = Date.now() + retryDelayMs
+      options.logger.error({ err, events: rows.length }, 'audit write failed')
+      failed(batch)
+    }
+  }
+
+  function failed(batch: Group[]): void {
+    const retry: Group[] = []
+    for (const g of batch) {
+      if (g.durable) g.settle(auditUnavailable('the write failed'))
+      else if (++g.attempts < NOTE_ATTEMPTS && !admissible(g.rows.length, false)) retry.push(g)
+      else drop(g.rows.length, 'the write failed')
+    }
+    queue = [...retry, ...queue]
+    queued += retry.reduce((n, g) => n + g.rows.length, 0)
+  }
+
+  function drop(count: number, why: string): void {
+    stats.dropped += count
+    options.logger.error({ events: count }, `audit events dropped: ${why}`)
+  }
+
+  // Noted events may fill only half the queue: a flood of refusals must not crowd out the
+  // events that data waits on.
+  function admissible(count: number, durable: boolean): string | undefined {
+    if (closing) return 'shutting down'
+    if (queued + count > (durable ? options.queueMaxEvents : options.queueMaxEvents / 2)) return 'the queue is full'
+    return undefined
+  }
+
+  return {
+    /** Resolves once `events` are committed; rejects with AppError('unavailable') otherwise. */
+    record(events: readonly AuditEvent[]): Promise<void> {
+      if (events.length === 0) return Promise.resolve()
+      let rows: UnsealedAuditRow[]
+      try {
+        rows = toRows(events)
+      } catch (err) {
+        return Promise.reject(err instanceof Error ? err : new Error(String(err)))
+      }
+      const refused = admissible(rows.length, true)
+      if (refused) return Promise.reject(auditUnavailable(refused))
+      return new Promise<void>((resolve, reject) => {
+        const group: Group = { rows, durable: true, cancelled: false, attempts: 0, settle: () => undefined }
+        const timer = setTimeout(() => {
+          group.cancelled = true
+          group.settle(auditUnavailable('it timed out'))
+        }, options.timeoutMs)
+        group.settle = (err) => {
+          group.settle = () => undefined
+          clearTimeout(timer)
+          if (err) reject(err)
+          else resolve()
+        }
+        enqueue(group)
+      })
+    },
+
+    /** Queues `events` without waiting; never throws. */
+    note(events: readonly AuditEvent[]): void {
+      if (events.length === 0) return
+      let rows: UnsealedAuditRow[]
+      try {
+        rows = toRows(events)
+      } catch (err) {
+        options.logger.error({ err }, 'audit event refused')
+        return
+      }
+      const refused = admissible(rows.length, false)
+      if (refused) return drop(rows.length, refused)
+      enqueue({ rows, durable: false, cancelled: false, attempts: 0, settle: () => undefined })
+    },
+
+    /** Resolves when everything queued so far has been written or given up. */
+    async flush(): Promise<void> {
+      while (writing) await writing
+    },
+
+    /** Refuses new events, writes what is queued (for at most `timeoutMs`), gives up the rest. */
+    async close(): Promise<void> {
+      closing = true
+      let timer: NodeJS.Timeout | undefined
+      await Promise.race([this.flush(), new Promise<void>((resolve) => (timer = setTimeout(resolve, options.timeoutMs)))])
+      clearTimeout(timer)
+      const rest = queue.filter((g) => !g.cancelled)
+      queue = []
+      queued = 0
+      for (const g of rest) {
+        if (g.durable) g.settle(auditUnavailable('shutting down'))
+        else drop(g.rows.length, 'shutting down')
+      }
+    },
+
+    stats(): AuditWriterStats {
+      return { queued, ...stats }
+    },
+  }
+}
+
+export type AuditWriter = ReturnType<typeof createAuditWriter>

@@ -1,0 +1,227 @@
+import { AppError, type FieldErrors } from '../errors/index.js'
+import type { AccessScope, ScopeMatch } from '../store/index.js'
+import { decide, holdsPermission, implicitTransform, type AccessRule, type TokenScope, type Transform } from './access-rules.js'
+import { grantExcess, transformRank, type Excess, type Grants } from './grants.js'
+import { isTokenPermission, type Permission, type TokenPermission } from './permissions.js'
+import type { Principal } from './principal.js'
+
+/**
+ * Every authorization decision of Tessera: "may this principal do this to this resource, and
+ * with which transform". Routes, the proxy, Reactors and their bridges, search, detokenize and
+ * the services that hand out grants all ask here, so there is one read decision, not one per
+ * path. The decisions are written out as prose in the README ("Authorization").
+ */
+
+/** Management keys hold token permissions only as a ceiling for what they grant. */
+const TOKEN_ACTORS: ReadonlySet<Principal['type']> = new Set(['private', 'public', 'session'])
+
+/** Whether a principal may call an operation that needs `permission` at all (per token, the rules decide further). */
+export function holds(principal: Principal, permission: Permission): boolean {
+  if (isTokenPermission(permission) && !TOKEN_ACTORS.has(principal.type)) return false
+  return holdsPermission(principal.rules, principal.permissions, permission)
+}
+
+/** 403 naming what is missing unless the principal holds `permission` (and, when given, is one of `types`). */
+export function requireHeld(principal: Principal, permission: Permission, types?: readonly Principal['type'][]): void {
+  if (types && !types.includes(principal.type)) {
+    throw new AppError('forbidden', { detail: `This operation needs a ${types.join(' or ')} Application; the key is ${principal.type}.` })
+  }
+  if (holds(principal, permission)) return
+  const ceilingOnly = isTokenPermission(permission) && !TOKEN_ACTORS.has(principal.type)
+  const detail = ceilingOnly
+    ? `A ${principal.type} key holds token permissions only as a ceiling for what it grants; ${permission} needs a private or public Application or a session.`
+    : `The key lacks the ${permission} permission.`
+  throw new AppError('forbidden', { detail })
+}
+
+/** Expiry is checked at every use, not only when a key authenticates (a Reactor's Application, a long call). */
+export function assertActive(principal: Principal, now = Date.now()): void {
+  if (principal.expiresAt !== null && principal.expiresAt.getTime() <= now) {
+    throw new AppError('forbidden', { detail: `The ${principal.kind === 'session' ? 'session' : 'Application'} this acts as has expired.` })
+  }
+}
+
+/**
+ * The transform `permission` gets on this token, or undefined for no access. A session's
+ * decision is also bounded by its authorizer's current one (the less revealing of the two).
+ */
+export function tokenDecision(principal: Principal, permission: TokenPermission, token: TokenScope): Transform | undefined {
+  assertActive(principal)
+  if (!TOKEN_ACTORS.has(principal.type)) return undefined
+  const own = decideFor(principal, permission, token)
+  if (own === undefined || principal.within === undefined) return own
+  const bound = decideFor(principal.within, permission, token)
+  return bound === undefined ? undefined : weaker(own, bound)
+}
+
+/** The transform for `permission` on this token, or 403. */
+export function authorizeToken(principal: Principal, permission: TokenPermission, token: TokenScope): Transform {
+  const transform = tokenDecision(principal, permission, token)
+  if (transform === undefined) throw new AppError('forbidden', { detail: `The key lacks ${permission} on token ${token.id}.` })
+  return transform
+}
+
+/** Creating a token in, or adding or removing, a container needs `permission` on each container on its own. */
+export function authorizeContainers(principal: Principal, permission: TokenPermission, id: string, containers: readonly string[]): void {
+  for (const container of containers) {
+    if (tokenDecision(principal, permission, { id, containers: [container] }) === undefined) {
+      throw new AppError('forbidden', { detail: `The key lacks ${permission} on container ${container}.` })
+    }
+  }
+}
+
+/**
+ * How `data` is shown in an answer about this token: never more revealing than the operation's
+ * own decision, nor than each viewer's `token:read` decision (no read: redacted). A create,
+ * update, search or tokenize answer so never shows a caller more than reading the token would.
+ */
+export function answerTransform(principal: Principal, permission: TokenPermission, token: TokenScope, viewers: readonly Principal[] = [principal]): Transform {
+  let transform = tokenDecision(principal, permission, token) ?? 'redact'
+  for (const viewer of viewers) transform = weaker(transform, tokenDecision(viewer, 'token:read', token) ?? 'redact')
+  return transform
+}
+
+/**
+ * Masks, fingerprint expressions and search indexes are views derived from the data: changing
+ * them on an existing token needs the update shown with `reveal`, i.e. `reveal` for both
+ * token:update and token:read on it.
+ */
+export function authorizeViewChange(principal: Principal, token: TokenScope, fields: readonly string[]): void {
+  if (fields.length === 0 || answerTransform(principal, 'token:update', token) === 'reveal') return
+  const errors: FieldErrors = Object.fromEntries(fields.map((f) => [f, ['changing it needs reveal for token:update and token:read on this token']]))
+  throw new AppError('forbidden', { detail: `Changing ${fields.join(', ')} needs reveal on token ${token.id}.`, errors })
+}
+
+/**
+ * The tokens `permission` reaches with at least `minimum`, as SQL scopes (ANDed). Exact: a rule
+ * that decides with less shadows the later rules it matches before them.
+ */
+export function tokenScopes(principal: Principal, permission: TokenPermission, minimum: Transform = 'redact'): AccessScope[] {
+  if (!TOKEN_ACTORS.has(principal.type)) return [{ clauses: [] }]
+  const scopes = [scopeOf(principal, permission, minimum)]
+  if (principal.within) scopes.push(scopeOf(principal.within, permission, minimum))
+  return scopes
+}
+
+// --- proxy and Reactors -------------------------------------------------------------------
+
+/** The proxy is a token:use feature: checked even when the request holds no tokens. */
+export function authorizeProxyCaller(principal: Principal): void {
+  if (principal.type !== 'private' || !holds(principal, 'token:use')) {
+    throw new AppError('forbidden', { detail: 'The proxy needs a private Application with the token:use permission.' })
+  }
+}
+
+/** `/proxy` with SVC-PROXY-URL: a private token:use caller, in a tenant that has not turned the ephemeral proxy off. */
+export async function authorizeEphemeralProxy(principal: Principal, enabled: (tenantId: string) => Promise<boolean>): Promise<void> {
+  authorizeProxyCaller(principal)
+  if (!(await enabled(principal.tenantId))) throw new AppError('forbidden', { detail: 'The ephemeral proxy is disabled for this tenant.' })
+}
+
+const NO_SUCH_PROXY = 'The SVC-PROXY-KEY does not name a proxy of this tenant.'
+
+/**
+ * A SVC-PROXY-KEY that names no proxy: 401 on its own, 403 beside a valid SVC-API-KEY (that
+ * caller is authenticated, its tenant has no such proxy, and another tenant's reads the same).
+ */
+export function unknownProxyKey(callerAuthenticated: boolean): AppError {
+  if (!callerAuthenticated) return new AppError('unauthenticated', { detail: 'The SVC-PROXY-KEY is not valid.' })
+  return new AppError('forbidden', { detail: NO_SUCH_PROXY })
+}
+
+/**
+ * Who detokenizes for a pre-configured proxy: with `require_auth`, the caller (a private
+ * token:use Application of the proxy's tenant); without, the proxy's own Application, which
+ * its creator could only bind if it held at least as much (see `authorizeBinding`).
+ */
+export function preconfiguredProxyPrincipal(proxy: { tenant_id: string; require_auth: boolean }, actor: Principal | undefined, caller: Principal | undefined): Principal {
+  const principal = proxy.require_auth ? caller : actingApplication(actor, 'proxy')
+  if (principal === undefined) throw new AppError('unauthenticated', { detail: 'The SVC-API-KEY header is required.' })
+  if (principal.tenantId !== proxy.tenant_id) throw new AppError('forbidden', { detail: NO_SUCH_PROXY })
+  authorizeProxyCaller(principal)
+  return principal
+}
+
+/** The Application a Reactor or a proxy's code acts as: there, and not expired, at each use. */
+export function actingApplication(actor: Principal | undefined, what: 'Reactor' | 'proxy'): Principal {
+  if (actor === undefined) throw new AppError('forbidden', { detail: `The ${what} has no Application to act as.` })
+  assertActive(actor)
+  return actor
+}
+
+// --- handing out grants -------------------------------------------------------------------
+
+/** A browser or app (public key) creates a session; a backend (private key) authorizes it, within its own grants. */
+export function authorizeSessionStep(principal: Principal, step: 'create' | 'authorize'): void {
+  const type = step === 'create' ? 'public' : 'private'
+  if (principal.type !== type) throw new AppError('forbidden', { detail: `Sessions are ${step}d with a ${type} Application key.` })
+}
+
+/**
+ * 403 naming each part of `grant` that reaches further than `grantor` holds (see
+ * `grantExcess`). Used by every path that hands out grants: creating and updating
+ * Applications, authorizing sessions, binding Applications to proxies and Reactors.
+ */
+export function authorizeGrant(grantor: Grants, grant: Grants, context: { what: string; field?: string }): void {
+  const excess = grantExcess(grant, grantor)
+  if (excess.length === 0) return
+  throw new AppError('forbidden', { detail: `${context.what} reaches further than the key's own grants: ${excess[0]!.detail}.`, errors: excessErrors(excess, context.field) })
+}
+
+/**
+ * Changing, regenerating or deleting an Application needs its grants (before and after) within
+ * the caller's, so a narrow key cannot take over or disable a wider one; and no Application
+ * changes its own grants.
+ */
+export function authorizeApplicationChange(caller: Principal, target: Grants & { id: string }, next?: Grants): void {
+  if (next !== undefined && target.id === caller.id && !equivalent(target, next)) {
+    throw new AppError('forbidden', { detail: 'An Application may not change its own grants.' })
+  }
+  authorizeGrant(caller, target, { what: 'The Application', field: 'id' })
+  if (next !== undefined) authorizeGrant(caller, next, { what: 'The new grant' })
+}
+
+/** Binding an Application to a proxy or Reactor hands its grants to the code and (require_auth false) to the key holder. */
+export function authorizeBinding(caller: Principal, app: Grants | undefined, field = 'application.id'): void {
+  if (app !== undefined) authorizeGrant(caller, app, { what: 'The bound Application', field })
+}
+
+// --- helpers ------------------------------------------------------------------------------
+
+function decideFor(grants: Grants, permission: TokenPermission, token: TokenScope): Transform | undefined {
+  const decision = decide(grants.rules as AccessRule[], grants.permissions, permission, token)
+  return decision.allowed ? decision.transform : undefined
+}
+
+function weaker(a: Transform, b: Transform): Transform {
+  return transformRank(a) <= transformRank(b) ? a : b
+}
+
+function scopeOf(grants: Grants, permission: TokenPermission, minimum: Transform): AccessScope {
+  const rules = grants.rules.filter((r) => r.permissions.includes(permission)).sort((a, b) => a.priority - b.priority)
+  const ordered: { match: ScopeMatch; transform: Transform }[] = rules.map((r) => ({ match: matchOf(r), transform: r.transform }))
+  if (grants.permissions.includes(permission)) ordered.push({ match: {}, transform: implicitTransform(permission) })
+  const clauses: AccessScope['clauses'] = []
+  const shadows: ScopeMatch[] = []
+  for (const { match, transform } of ordered) {
+    if (transformRank(transform) >= transformRank(minimum)) clauses.push({ match, unless: [...shadows] })
+    else shadows.push(match)
+  }
+  return { clauses }
+}
+
+function matchOf(rule: AccessRule): ScopeMatch {
+  if (rule.container !== undefined) return { container: rule.container }
+  return rule.conditions?.length ? { conditions: rule.conditions } : {}
+}
+
+function excessErrors(excess: readonly Excess[], field?: string): FieldErrors {
+  const errors: FieldErrors = {}
+  for (const e of excess) (errors[field ?? e.field] ??= []).push(e.detail)
+  return errors
+}
+
+/** Each within the other: the same reach, however the rules are written. */
+function equivalent(a: Grants, b: Grants): boolean {
+  return grantExcess(a, b).length === 0 && grantExcess(b, a).length === 0
+}

@@ -1,0 +1,34 @@
+import { parseKeyring } from '../../vault/crypto/index.js'
+import { rewrapAll } from '../../vault/rewrap.js'
+import { CliError, EXIT_USAGE } from '../cli-error.js'
+import { cliConfig, cliSecrets, withStore, type CliCommand } from '../context.js'
+
+export const command: CliCommand = {
+  register(program, context) {
+    const masterKey = program.command('master-key').description('rotate the master key (see the README: prepend the new key to SVC_MASTER_KEY, restart, re-wrap, remove the old one)')
+    masterKey
+      .command('rewrap')
+      .description('re-wrap every data key (and the keyed-hash secret) under the first key of SVC_MASTER_KEY; safe while servers run, and to run again after an interruption')
+      .option('--batch-size <n>', 'rows per batch', (v) => Number.parseInt(v, 10), 500)
+      .action(async (options: { batchSize: number }) => {
+        if (!Number.isInteger(options.batchSize) || options.batchSize < 1 || options.batchSize > 10_000) throw new CliError('--batch-size must be an integer from 1 to 10000', EXIT_USAGE)
+        const config = cliConfig(context)
+        let keyring
+        try {
+          keyring = parseKeyring(cliSecrets(config).masterKey)
+        } catch (err) {
+          throw new CliError(`SVC_MASTER_KEY: ${err instanceof Error ? err.message : String(err)}`, EXIT_USAGE)
+        }
+        const started = Date.now()
+        const result = await withStore(config, async (store) => {
+          const total = await store.tokens.countWrappedNotUnder(keyring.primaryId)
+          context.note(`${total} data key(s) to re-wrap under ${keyring.primaryId}`)
+          return rewrapAll(store, keyring, {
+            batchSize: options.batchSize,
+            onBatch: (p) => context.note(`re-wrapped ${p.rewrapped}/${total} (${total === 0 ? 100 : Math.min(100, Math.round((p.rewrapped / total) * 100))}%), ${p.skipped} changed meanwhile`),
+          })
+        })
+        context.out(`done: ${result.rewrapped} data key(s) now under ${keyring.primaryId} in ${Date.now() - started} ms`)
+      })
+  },
+}

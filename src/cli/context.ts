@@ -1,0 +1,42 @@
+import type { Command } from 'commander'
+import { ConfigError, loadConfig, type Config } from '../config/index.js'
+import { resolveSecrets, type Secrets } from '../config/secrets.js'
+import { openStore, type Store } from '../store/index.js'
+import { CliError, EXIT_USAGE } from './cli-error.js'
+
+/** What every command gets: the environment's configuration, and output it may be tested on. */
+export interface CliContext {
+  /** Unset: the process environment (loadConfig's default). */
+  env?: Record<string, string | undefined>
+  out(line: string): void
+  /** Progress and notes: stderr, so stdout stays the result alone. */
+  note(line: string): void
+}
+
+/** One file in commands/ registers one top-level command (with its subcommands) here. */
+export interface CliCommand {
+  register(program: Command, context: CliContext): void
+}
+
+export function cliConfig(context: CliContext): Config {
+  try {
+    return loadConfig(context.env)
+  } catch (err) {
+    if (err instanceof ConfigError) throw new CliError(err.message, EXIT_USAGE)
+    throw err
+  }
+}
+
+/** Opens the configured database (migrating it, as the server does), runs `fn`, closes it. */
+export async function withStore<T>(config: Config, fn: (store: Store) => Promise<T>): Promise<T> {
+  const store = await openStore(config)
+  try {
+    return await fn(store)
+  } finally {
+    await store.db.close()
+  }
+}
+
+export function cliSecrets(config: Config): Pick<Secrets, 'masterKey' | 'keyHashSecret'> {
+  return resolveSecrets(config)
+}

@@ -1,0 +1,38 @@
+import type { Config } from './load-config.js'
+
+const SECRET_KEYS = new Set<keyof Config>(['masterKey', 'bootstrapApiKey', 'operatorKey', 'keyHashSecret'])
+
+/**
+ * The effective configuration as an operator may see it: secrets replaced by whether they are set
+ * (the master key by its key ids only), passwords removed from URLs.
+ */
+export function describeConfig(config: Config): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  for (const [name, value] of Object.entries(config) as [keyof Config, unknown][]) {
+    if (SECRET_KEYS.has(name)) out[name] = describeSecret(name, value as string | undefined, config.dataDir)
+    else if (name === 'databaseUrl' || name === 'redisUrl') out[name] = value === undefined ? describeEmbedded(name, config.dataDir) : withoutPassword(value as string)
+    else out[name] = value
+  }
+  return out
+}
+
+function describeSecret(name: keyof Config, value: string | undefined, dataDir: string): string {
+  if (name === 'masterKey' && value) return `(hidden; key ids ${value.split(',').map((k) => k.split(':')[0]!.trim()).join(', ')}, the first encrypts)`
+  if (value) return '(hidden)'
+  if (name === 'masterKey' || name === 'keyHashSecret') return `(unset: generated once into ${dataDir}/secrets.json)`
+  return '(unset)'
+}
+
+function describeEmbedded(name: 'databaseUrl' | 'redisUrl', dataDir: string): string {
+  return name === 'databaseUrl' ? `(unset: embedded PGlite under ${dataDir}/pglite)` : '(unset: rate windows in process)'
+}
+
+function withoutPassword(url: string): string {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password) parsed.password = 'hidden'
+    return parsed.toString()
+  } catch {
+    return '(unparsable URL, hidden)'
+  }
+}

@@ -1,0 +1,54 @@
+import { createHash } from 'node:crypto'
+import type { Middleware } from 'koa'
+import type { Logger } from 'pino'
+import { ValidationError } from '../../errors/index.js'
+import type { IdempotencyService } from '../../idempotency/service.js'
+import type { AppState } from '../context.js'
+import { replayPolicy, storedAnswer } from '../idempotency-replay.js'
+import { currentPrincipal } from './authenticate.js'
+import { readRaw } from './json-body.js'
+
+export const IDEMPOTENCY_HEADER = 'SVC-IDEMPOTENCY-KEY'
+const METHODS = new Set(['POST', 'PUT', 'PATCH'])
+const VALID_KEY = /^[\x21-\x7e]{1,255}$/
+
+/**
+ * SVC-IDEMPOTENCY-KEY on POST, PUT and PATCH of the authenticated API (the proxy is outside).
+ * The body is read here, before any route, because the request's fingerprint must be known
+ * before it runs; the route's body parser takes it from `ctx.state.rawBody`. Only answers the
+ * route produced are stored: a request that fails gives its key up, so a retry runs afresh.
+ */
+export function idempotency(service: IdempotencyService, bodyLimitBytes: number, logger: Logger): Middleware<AppState> {
+  return async (ctx, next) => {
+    const key = ctx.get(IDEMPOTENCY_HEADER)
+    if (key === '' || !METHODS.has(ctx.method)) return next()
+    const policy = replayPolicy(ctx.path)
+    if (policy === 'skip') return next()
+    if (!VALID_KEY.test(key)) throw ValidationError.field(IDEMPOTENCY_HEADER, 'must be 1 to 255 visible ASCII characters')
+    const principal = currentPrincipal(ctx.state)
+    const raw = (ctx.state.rawBody = await readRaw(ctx.req, bodyLimitBytes))
+    const fingerprint = requestFingerprint(principal.id, ctx.method, ctx.path, ctx.querystring, raw)
+    const start = await service.begin(principal.tenantId, key, fingerprint)
+    if (start.kind === 'replay') {
+      ctx.status = start.status
+      if (start.body !== undefined) ctx.body = start.body
+      ctx.set('SVC-Idempotent-Replayed', 'true')
+      return
+    }
+    try {
+      await next()
+    } catch (err) {
+      await start.release().catch((cause: unknown) => logger.warn({ err: cause, traceId: ctx.state.traceId }, 'idempotency key not released; it frees itself when its lease ends'))
+      throw err
+    }
+    // The operation happened: its answer goes out even if it cannot be stored.
+    await start.complete(storedAnswer(ctx.status, ctx.body, policy)).catch((cause: unknown) =>
+      logger.error({ err: cause, traceId: ctx.state.traceId }, 'idempotent answer not stored; a retry after the lease runs the request again'),
+    )
+  }
+}
+
+/** The caller is part of the request: another key of the tenant never gets this one's answer. */
+export function requestFingerprint(principalId: string, method: string, path: string, query: string, body: Buffer): string {
+  return createHash('sha256').update(JSON.stringify([principalId, method, path.toLowerCase(), query])).update(body).digest('hex')
+}

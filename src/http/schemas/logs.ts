@@ -1,0 +1,112 @@
+import { Type, type Static, type TSchema } from '@sinclair/typebox'
+import { actorKinds, auditActions, httpMethods, outcomes, targetTypes, transforms } from '../../audit/events.js'
+import { ValidationError, type FieldErrors } from '../../errors/index.js'
+import type { AuditFilter, AuditPosition } from '../../store/index.js'
+import { DateTime, StringEnum, Uuid } from './common.js'
+import { validator } from './validate.js'
+
+const filters = {
+  from: Type.Optional(DateTime),
+  to: Type.Optional(DateTime),
+  action: Type.Array(StringEnum([...auditActions]), { default: [], maxItems: auditActions.length }),
+  actor_id: Type.Optional(Uuid),
+  actor_kind: Type.Optional(StringEnum([...actorKinds])),
+  target_type: Type.Optional(StringEnum([...targetTypes])),
+  /** Matches an event's target ids and the token ids it detokenized. */
+  target_id: Type.Optional(Type.String({ minLength: 1, maxLength: 400 })),
+  outcome: Type.Array(StringEnum([...outcomes]), { default: [], maxItems: outcomes.length }),
+}
+
+export const ListLogsQuery = Type.Object(
+  { ...filters, cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })), size: Type.Integer({ minimum: 1, maximum: 100, default: 20 }) },
+  { additionalProperties: false },
+)
+export const ExportLogsQuery = Type.Object({ ...filters, from: DateTime }, { additionalProperties: false })
+
+const Ids = Type.Array(Type.String())
+export const AuditEventResponse = Type.Object({
+  id: Uuid,
+  seq: Type.Integer(),
+  time: DateTime,
+  tenant_id: Uuid,
+  actor: Type.Object({ kind: StringEnum([...actorKinds]), id: Type.Optional(Uuid) }),
+  action: StringEnum([...auditActions]),
+  target: Type.Optional(Type.Object({ type: StringEnum([...targetTypes]), ids: Ids })),
+  outcome: StringEnum([...outcomes]),
+  status: Type.Integer(),
+  transform: Type.Optional(StringEnum([...transforms])),
+  permission: Type.Optional(Type.String()),
+  trace_id: Type.Optional(Type.String()),
+  client_ip: Type.Optional(Type.String()),
+  request: Type.Optional(Type.Object({ method: StringEnum([...httpMethods]), route: Type.String() })),
+  token_ids: Type.Optional(Ids),
+  destination: Type.Optional(Type.Object({ origin: Type.String(), method: StringEnum([...httpMethods]), status: Type.Optional(Type.Integer()) })),
+  duration_ms: Type.Optional(Type.Integer()),
+  parent_id: Type.Optional(Uuid),
+  /** The entry's link in its tenant's hash chain (keep it to check the log later). */
+  hash: Type.String(),
+})
+export type AuditEventResponse = Static<typeof AuditEventResponse>
+
+export const AuditEventList = Type.Object({
+  pagination: Type.Object({ page_size: Type.Integer(), next_cursor: Type.Optional(Type.String()) }),
+  data: Type.Array(AuditEventResponse),
+})
+
+export interface LogsQuery {
+  filter: AuditFilter
+  after: AuditPosition | undefined
+  size: number
+}
+
+const parseList = queryValidator(ListLogsQuery)
+const parseExport = queryValidator(ExportLogsQuery)
+
+export function parseListLogsQuery(query: unknown): LogsQuery {
+  const q = parseList(query)
+  return { filter: toFilter(q), after: q.cursor === undefined ? undefined : parseLogCursor(q.cursor), size: q.size }
+}
+
+/** `to` defaults to now, so an export always ends. */
+export function parseExportLogsQuery(query: unknown, now: Date): AuditFilter {
+  const q = parseExport(query)
+  return toFilter({ ...q, to: q.to ?? now.toISOString() })
+}
+
+
+type Filters = Omit<Static<typeof ListLogsQuery>, 'cursor' | 'size'>
+
+function toFilter(q: Filters): AuditFilter {
+  const from = q.from === undefined ? undefined : new Date(q.from)
+  const to = q.to === undefined ? undefined : new Date(q.to)
+  if (from && to && from >= to) throw ValidationError.field('to', 'must be after from')
+  return { from, to, actions: q.action, outcomes: q.outcome, actorId: q.actor_id?.toLowerCase(), actorKind: q.actor_kind, targetType: q.target_type, targetId: q.target_id }
+}
+
+/** Opaque to clients: where the page ended, as (time in ms, seq). */
+export function encodeLogCursor(position: AuditPosition): string {
+  return Buffer.from(`${position.occurredAt.getTime()}_${position.seq}`).toString('base64url')
+}
+
+function parseLogCursor(cursor: string): AuditPosition {
+  const match = /^(\d{1,15})_(\d{1,15})$/.exec(Buffer.from(cursor, 'base64url').toString('latin1'))
+  if (!match || encodeLogCursor({ occurredAt: new Date(Number(match[1])), seq: Number(match[2]) }) !== cursor) {
+    throw ValidationError.field('cursor', 'is not a cursor this API returned')
+  }
+  return { occurredAt: new Date(Number(match[1])), seq: Number(match[2]) }
+}
+
+/** Query validation whose errors name the parameter (`action`, not `action[1]`). */
+function queryValidator<S extends TSchema>(schema: S): (value: unknown) => Static<S> {
+  const validate = validator(schema, { query: true })
+  return (value) => {
+    try {
+      return validate(value)
+    } catch (err) {
+      if (!(err instanceof ValidationError) || !err.errors) throw err
+      const errors: FieldErrors = {}
+      for (const [field, messages] of Object.entries(err.errors)) (errors[field.replace(/\[\d+\]$/, '')] ??= []).push(...messages)
+      throw new ValidationError(errors)
+    }
+  }
+}

@@ -1,0 +1,43 @@
+import type { FieldErrors } from '../../errors/index.js'
+
+/**
+ * Strings that cannot be stored or handed back faithfully: Postgres refuses NUL in text and
+ * jsonb (so it surfaced as a 500), and a lone UTF-16 surrogate has no UTF-8 form (it was stored
+ * as U+FFFD, so a token created under such an id got back an id it could never use).
+ */
+// With the `u` flag a well-formed pair is one code point, so only a lone surrogate is \p{Cs}.
+const LONE_SURROGATE = /\p{Cs}/u
+
+export function unsafeTextReason(text: string): string | undefined {
+  if (text.includes('\0')) return 'must not contain NUL characters'
+  if (LONE_SURROGATE.test(text)) return 'must not contain unpaired UTF-16 surrogates'
+  return undefined
+}
+
+/**
+ * The first unsafe string in a parsed JSON value, keys included, as a field error named like the
+ * validation errors (`rules[0].description`); undefined when every string is safe. A bad key is
+ * reported on the object that holds it, so the error never has to repeat the key.
+ */
+export function findUnsafeText(root: unknown): FieldErrors | undefined {
+  const stack: [unknown, string][] = [[root, '']]
+  while (stack.length > 0) {
+    const [value, path] = stack.pop()!
+    if (typeof value === 'string') {
+      const reason = unsafeTextReason(value)
+      if (reason !== undefined) return { [path || 'body']: [reason] }
+      continue
+    }
+    if (value === null || typeof value !== 'object') continue
+    if (Array.isArray(value)) {
+      value.forEach((item, i) => stack.push([item, `${path}[${i}]`]))
+      continue
+    }
+    for (const [key, item] of Object.entries(value)) {
+      const reason = unsafeTextReason(key)
+      if (reason !== undefined) return { [path || 'body']: [`has a key that ${reason.replace('must not contain', 'contains')}`] }
+      stack.push([item, path === '' ? key : `${path}.${key}`])
+    }
+  }
+  return undefined
+}

@@ -1,0 +1,61 @@
+import { randomUUID } from 'node:crypto'
+import { AppError } from '../errors/index.js'
+import type { Store } from '../store/index.js'
+
+/** What a stored answer holds: status and its replay form (null: no body). */
+export interface StoredAnswer {
+  status: number
+  body: string | null
+  /** The answer could hold plaintext and was not kept: a replay is refused (409). */
+  withheld: boolean
+}
+
+export type IdempotencyStart =
+  | { kind: 'run'; complete(answer: StoredAnswer): Promise<void>; release(): Promise<void> }
+  | { kind: 'replay'; status: number; body: unknown }
+
+export interface IdempotencyOptions {
+  /** How long an answer is replayed. */
+  ttlSeconds: number
+  /** How long a claim holds while its request runs; after that a retry may take it over. */
+  leaseSeconds: number
+}
+
+/**
+ * `SVC-IDEMPOTENCY-KEY`, per tenant and key: the first request claims the key and runs; a
+ * repeat of it is answered from what the first stored; anything else with the key is refused.
+ * No wait anywhere: a repeat while the first still runs gets 409 at once.
+ */
+export function idempotencyService(store: Store, options: IdempotencyOptions) {
+  const repo = store.idempotency
+
+  async function begin(tenantId: string, key: string, fingerprint: string): Promise<IdempotencyStart> {
+    // Two rounds: the row seen by a failed claim can expire or be released before we read it.
+    for (let round = 0; round < 2; round++) {
+      const owner = randomUUID()
+      if (await repo.claim({ tenantId, key, fingerprint, owner, leaseSeconds: options.leaseSeconds, ttlSeconds: options.ttlSeconds })) {
+        return {
+          kind: 'run',
+          complete: (answer) => repo.complete(tenantId, key, owner, answer),
+          release: () => repo.release(tenantId, key, owner),
+        }
+      }
+      const found = await repo.find(tenantId, key)
+      if (!found) continue
+      if (found.fingerprint !== fingerprint) throw new AppError('idempotency_mismatch')
+      if (found.status === null) throw new AppError('idempotency_in_flight', { headers: { 'Retry-After': '1' } })
+      if (found.withheld) {
+        throw new AppError('idempotency_withheld', { detail: `The request already completed with status ${found.status}; its answer may hold plaintext and was not kept.` })
+      }
+      return { kind: 'replay', status: found.status, body: found.body === null ? undefined : JSON.parse(found.body) }
+    }
+    throw new AppError('idempotency_in_flight', { headers: { 'Retry-After': '1' } })
+  }
+
+  return {
+    begin,
+    pruneExpired: () => repo.deleteExpired(),
+  }
+}
+
+export type IdempotencyService = ReturnType<typeof idempotencyService>

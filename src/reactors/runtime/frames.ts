@@ -1,0 +1,84 @@
+/**
+ * Framing of a lane: the byte stream between the API process and one worker thread of the
+ * runtime (see protocol.ts). A frame is a small JSON header plus a body of UTF-8 text carried
+ * as is: Reactor inputs, results and bridge arguments are JSON text already, and embedding them
+ * in the header would escape them on one side and unescape them on the other.
+ *
+ *   u32 LE header bytes | u32 LE body bytes | header (JSON, UTF-8) | body (UTF-8)
+ *
+ * Used on both sides of the boundary; no isolated-vm here.
+ */
+const PREFIX = 8
+
+export function encodeFrame(header: object, body = ''): Buffer {
+  const head = JSON.stringify(header)
+  const headBytes = Buffer.byteLength(head)
+  const bodyBytes = body === '' ? 0 : Buffer.byteLength(body)
+  const frame = Buffer.allocUnsafe(PREFIX + headBytes + bodyBytes)
+  frame.writeUInt32LE(headBytes, 0)
+  frame.writeUInt32LE(bodyBytes, 4)
+  frame.write(head, PREFIX, 'utf8')
+  if (bodyBytes > 0) frame.write(body, PREFIX + headBytes, 'utf8')
+  return frame
+}
+
+export class FrameError extends Error {
+  override readonly name = 'FrameError'
+}
+
+/**
+ * Reassembles frames from stream chunks in any split. A frame announcing more than `maxBytes`
+ * throws FrameError: the stream is corrupt or the other side broken, and the lane must go.
+ */
+export class FrameReader {
+  private pending: Buffer[] = []
+  private pendingBytes = 0
+
+  constructor(
+    private readonly onFrame: (header: unknown, body: string) => void,
+    private readonly maxBytes: number,
+  ) {}
+
+  push(chunk: Buffer): void {
+    let data = chunk
+    if (this.pendingBytes > 0) {
+      this.pending.push(chunk)
+      this.pendingBytes += chunk.length
+      const needed = this.needed()
+      if (needed > this.maxBytes) throw new FrameError(`lane frame of ${needed} bytes exceeds ${this.maxBytes}`)
+      if (this.pendingBytes < needed) return
+      data = Buffer.concat(this.pending, this.pendingBytes)
+      this.pending = []
+      this.pendingBytes = 0
+    }
+    let offset = 0
+    while (data.length - offset >= PREFIX) {
+      const headBytes = data.readUInt32LE(offset)
+      const bodyBytes = data.readUInt32LE(offset + 4)
+      const size = PREFIX + headBytes + bodyBytes
+      if (size > this.maxBytes) throw new FrameError(`lane frame of ${size} bytes exceeds ${this.maxBytes}`)
+      if (data.length - offset < size) break
+      const headStart = offset + PREFIX
+      const header: unknown = JSON.parse(data.toString('utf8', headStart, headStart + headBytes))
+      const body = bodyBytes === 0 ? '' : data.toString('utf8', headStart + headBytes, offset + size)
+      offset += size
+      this.onFrame(header, body)
+    }
+    if (offset < data.length) {
+      this.pending = [data.subarray(offset)]
+      this.pendingBytes = data.length - offset
+    }
+  }
+
+  /** Bytes the first pending frame needs in all (its prefix until that is complete). */
+  private needed(): number {
+    if (this.pendingBytes < PREFIX) return PREFIX
+    const prefix = Buffer.allocUnsafe(PREFIX)
+    let filled = 0
+    for (const chunk of this.pending) {
+      filled += chunk.copy(prefix, filled, 0, Math.min(chunk.length, PREFIX - filled))
+      if (filled === PREFIX) break
+    }
+    return PREFIX + prefix.readUInt32LE(0) + prefix.readUInt32LE(4)
+  }
+}

@@ -1,0 +1,73 @@
+import { createRequire } from 'node:module'
+import type { Knex } from 'knex'
+import ClientPgLite from 'knex-pglite'
+import { classifyFailure, unavailableError } from './unavailable.js'
+
+const require = createRequire(import.meta.url)
+const ClientPg = require('knex/lib/dialects/postgres/index.js') as typeof Knex.Client
+
+type ClientClass = typeof Knex.Client
+
+interface RawConnection {
+  __knexTxId?: string
+  __knex__disposed?: unknown
+  connection?: { stream?: { destroy(): void } }
+}
+
+/**
+ * A knex dialect whose failures of availability become 503 `unavailable` where they occur:
+ * every query, inside a transaction or not, and every wait for a pooled connection passes
+ * through these two methods (a transaction's client is built from this prototype too).
+ * A connection whose answer never came is closed and never handed out again.
+ */
+function bounded(Base: ClientClass, disposable: boolean): ClientClass {
+  return class BoundedClient extends Base {
+    override async acquireConnection(): Promise<unknown> {
+      try {
+        return await super.acquireConnection()
+      } catch (err) {
+        // Whatever kept us from a connection (time-out, refused, reset while connecting), nothing was sent.
+        throw unavailableError(err, false)
+      }
+    }
+
+    override async query(connection: RawConnection, obj: unknown): Promise<unknown> {
+      try {
+        return await super.query(connection, obj)
+      } catch (err) {
+        const failure = classifyFailure(err)
+        if (failure === undefined) throw err
+        if (failure === 'client' && disposable) dispose(connection, err)
+        throw unavailableError(err, failure === 'client' && mayHaveWritten(connection, obj))
+      }
+    }
+  }
+}
+
+export const BoundedPg = bounded(ClientPg, true)
+
+/** PGlite boots (WASM) on its first connection: a local start-up, not a database that does not answer. */
+export class BoundedPgLite extends bounded(ClientPgLite, false) {
+  override async acquireConnection(): Promise<unknown> {
+    await (this as unknown as { pglite?: { waitReady: Promise<void> } }).pglite?.waitReady
+    return super.acquireConnection()
+  }
+}
+
+/** The pool validates on acquire and drops a disposed connection; destroying the socket frees it now. */
+function dispose(connection: RawConnection, err: unknown): void {
+  connection.__knex__disposed = err
+  connection.connection?.stream?.destroy()
+}
+
+/**
+ * Whether a statement that got no answer may have taken effect. Inside a transaction only the
+ * COMMIT can: anything before it is rolled back with the lost session. Outside one, every
+ * statement commits on its own, so anything but a plain read may have.
+ */
+export function mayHaveWritten(connection: RawConnection, obj: unknown): boolean {
+  const sql = typeof obj === 'string' ? obj : ((obj as { sql?: unknown } | null)?.sql ?? '')
+  if (typeof sql !== 'string') return true
+  if (connection.__knexTxId !== undefined) return /^\s*commit\b/i.test(sql)
+  return !/^\s*select\b/i.test(sql)
+}

@@ -1,0 +1,231 @@
+import type { Knex } from 'knex'
+import type { DatabaseKind } from '../database.js'
+
+/** An audit entry as stored (see migrations/..._audit.ts); `hash` seals it into its tenant's chain. */
+export interface AuditRow {
+  tenant_id: string
+  seq: number
+  id: string
+  occurred_at: Date
+  actor_kind: string
+  actor_id: string | null
+  action: string
+  target_type: string | null
+  target_ids: string[]
+  token_ids: string[]
+  outcome: string
+  status: number
+  transform: string | null
+  permission: string | null
+  trace_id: string | null
+  client_ip: string | null
+  request_method: string | null
+  request_route: string | null
+  destination_origin: string | null
+  destination_method: string | null
+  destination_status: number | null
+  duration_ms: number | null
+  parent_id: string | null
+  key_id: string
+  hash: string
+}
+
+export type UnsealedAuditRow = Omit<AuditRow, 'seq' | 'key_id' | 'hash'>
+
+/** The last entry of a tenant's chain and its last checkpoint; locked while a batch appends. */
+export interface ChainHead {
+  tenant_id: string
+  seq: number
+  hash: string
+  checkpoint_seq: number
+  checkpoint_at: Date | null
+}
+
+export interface CheckpointRow {
+  tenant_id: string
+  seq: number
+  hash: string
+  created_at: Date
+  key_id: string
+  signature: string
+}
+
+/** Called with each tenant's locked head: seals that tenant's rows and says what to store. */
+export type ChainSealer = (head: ChainHead, rows: UnsealedAuditRow[]) => { rows: AuditRow[]; head: ChainHead; checkpoint?: CheckpointRow }
+
+export interface AuditFilter {
+  from?: Date
+  to?: Date
+  actions: string[]
+  actorId?: string
+  actorKind?: string
+  targetType?: string
+  targetId?: string
+  outcomes: string[]
+}
+
+/** Where a listing stopped: entries sort by (occurred_at, seq). */
+export interface AuditPosition {
+  occurredAt: Date
+  seq: number
+}
+
+const INSERT_CHUNK = 1000
+const PRUNE_CHUNK = 10_000
+
+const toNumber = (v: unknown): number => (typeof v === 'number' ? v : Number(v))
+const parseRow = (r: AuditRow): AuditRow => ({ ...r, seq: toNumber(r.seq) })
+const parseHead = (h: ChainHead): ChainHead => ({ ...h, seq: toNumber(h.seq), checkpoint_seq: toNumber(h.checkpoint_seq) })
+const parseCheckpoint = (c: CheckpointRow): CheckpointRow => ({ ...c, seq: toNumber(c.seq) })
+
+export function auditRepository(knex: Knex, kind: DatabaseKind) {
+  /** Server-side bounds for one transaction's statements and lock waits (PGlite runs in process). */
+  const bound = async (trx: Knex.Transaction, timeoutMs: number) => {
+    if (kind === 'postgres') await trx.raw("select set_config('statement_timeout', ?, true), set_config('lock_timeout', ?, true)", [String(timeoutMs), String(timeoutMs)])
+  }
+
+  return {
+    /**
+     * One transaction for a whole batch: the heads of its tenants are created if new and locked
+     * in tenant order (so processes sharing the database never deadlock and append to a chain
+     * one at a time), then every entry goes in with one insert and the heads move on.
+     */
+    async append(rows: UnsealedAuditRow[], options: { seal: ChainSealer; genesisHash: string; timeoutMs: number }): Promise<void> {
+      const tenants = [...new Set(rows.map((r) => r.tenant_id))].sort()
+      await knex.transaction(async (trx) => {
+        await bound(trx, options.timeoutMs)
+        await trx('audit_chain_heads')
+          .insert(tenants.map((tenant_id) => ({ tenant_id, seq: 0, hash: options.genesisHash, checkpoint_seq: 0, checkpoint_at: null })))
+          .onConflict('tenant_id')
+          .ignore()
+        const heads = (await trx<ChainHead>('audit_chain_heads').whereIn('tenant_id', tenants).orderBy('tenant_id').forUpdate()).map(parseHead)
+        const sealed = heads.map((head) => options.seal(head, rows.filter((r) => r.tenant_id === head.tenant_id)))
+        const entries = sealed.flatMap((s) => s.rows)
+        for (let i = 0; i < entries.length; i += INSERT_CHUNK) {
+          await trx('audit_events').insert(entries.slice(i, i + INSERT_CHUNK).map(toDb))
+        }
+        await updateHeads(trx, sealed.map((s) => s.head))
+        const checkpoints = sealed.flatMap((s) => (s.checkpoint ? [s.checkpoint] : []))
+        if (checkpoints.length) await trx('audit_checkpoints').insert(checkpoints)
+      })
+    },
+
+    /** Entries of one tenant matching `filter`, newest first (`desc`) or oldest first, after `after`. */
+    async list(tenantId: string, filter: AuditFilter, order: 'asc' | 'desc', after: AuditPosition | undefined, limit: number): Promise<AuditRow[]> {
+      const q = knex<AuditRow>('audit_events').where({ tenant_id: tenantId })
+      if (filter.from) void q.where('occurred_at', '>=', filter.from)
+      if (filter.to) void q.where('occurred_at', '<', filter.to)
+      if (filter.actions.length) void q.whereIn('action', filter.actions)
+      if (filter.outcomes.length) void q.whereIn('outcome', filter.outcomes)
+      if (filter.actorId) void q.where('actor_id', filter.actorId)
+      if (filter.actorKind) void q.where('actor_kind', filter.actorKind)
+      if (filter.targetType) void q.where('target_type', filter.targetType)
+      if (filter.targetId) void q.whereRaw('(target_ids || token_ids) @> ?::jsonb', [JSON.stringify([filter.targetId])])
+      if (after) void q.whereRaw(`(occurred_at, seq) ${order === 'desc' ? '<' : '>'} (?, ?)`, [after.occurredAt, after.seq])
+      const rows = await q.orderBy([{ column: 'occurred_at', order }, { column: 'seq', order }]).limit(limit)
+      return rows.map((r) => parseRow(r as AuditRow))
+    },
+
+    /**
+     * Runs `fn` on one consistent, read-only snapshot (repeatable read), so a verification never
+     * mistakes a batch committed or a prune finished meanwhile for a broken chain.
+     */
+    async snapshot<T>(fn: (reader: ChainReader) => Promise<T>): Promise<T> {
+      return knex.transaction((trx) => fn(chainReader(trx)), { isolationLevel: 'repeatable read', readOnly: true })
+    },
+
+    /** Heads that moved since their last checkpoint. */
+    async headsBehindCheckpoint(): Promise<ChainHead[]> {
+      return (await knex<ChainHead>('audit_chain_heads').whereRaw('seq > checkpoint_seq').orderBy('tenant_id')).map(parseHead)
+    },
+
+    /** Locks a tenant's head and stores the checkpoint `make` returns for it, if any. */
+    async checkpointHead(tenantId: string, make: (head: ChainHead) => CheckpointRow | undefined, timeoutMs: number): Promise<boolean> {
+      return knex.transaction(async (trx) => {
+        await bound(trx, timeoutMs)
+        const row = await trx<ChainHead>('audit_chain_heads').where({ tenant_id: tenantId }).forUpdate().first()
+        const cp = row && make(parseHead(row))
+        if (!cp) return false
+        await trx('audit_checkpoints').insert(cp).onConflict(['tenant_id', 'seq']).ignore()
+        await trx('audit_chain_heads').where({ tenant_id: tenantId }).update({ checkpoint_seq: cp.seq, checkpoint_at: cp.created_at })
+        return true
+      })
+    },
+
+    async tenantsWithCheckpoints(before: Date): Promise<string[]> {
+      const rows = await knex('audit_checkpoints').distinct('tenant_id').where('created_at', '<', before).orderBy('tenant_id')
+      return rows.map((r: { tenant_id: string }) => r.tenant_id)
+    },
+
+    /**
+     * Removes a tenant's entries up to its newest checkpoint created before `cutoff`, and the
+     * checkpoints before that one, in one transaction: that checkpoint stays as the anchor the
+     * remaining chain is verified from. Returns the number of entries removed.
+     */
+    async pruneTenant(tenantId: string, cutoff: Date): Promise<number> {
+      return knex.transaction(async (trx) => {
+        const anchor = await trx<CheckpointRow>('audit_checkpoints').where({ tenant_id: tenantId }).where('created_at', '<', cutoff).orderBy('seq', 'desc').first()
+        if (!anchor) return 0
+        const anchorSeq = toNumber(anchor.seq)
+        await trx('audit_checkpoints').where({ tenant_id: tenantId }).where('seq', '<', anchorSeq).delete()
+        const oldest = await trx('audit_events').where({ tenant_id: tenantId }).min<{ min: number | string | null }[]>({ min: 'seq' }).first()
+        let removed = 0
+        for (let from = toNumber(oldest?.min ?? anchorSeq + 1) - 1; from < anchorSeq; from += PRUNE_CHUNK) {
+          const deleted = await trx.raw<{ rows: { n: number }[] }>(
+            'with d as (delete from audit_events where tenant_id = ? and seq > ? and seq <= ? returning 1) select count(*)::int as n from d',
+            [tenantId, from, Math.min(from + PRUNE_CHUNK, anchorSeq)],
+          )
+          removed += toNumber(deleted.rows[0]?.n ?? 0)
+        }
+        return removed
+      })
+    },
+  }
+}
+
+/** Reads of one chain inside a snapshot (see `snapshot`). */
+export interface ChainReader {
+  tenantIds(): Promise<string[]>
+  head(tenantId: string): Promise<ChainHead | undefined>
+  checkpoints(tenantId: string): Promise<CheckpointRow[]>
+  /** Entries with seq > afterSeq, ascending, at most `limit`. */
+  entries(tenantId: string, afterSeq: number, limit: number): Promise<AuditRow[]>
+}
+
+function chainReader(trx: Knex.Transaction): ChainReader {
+  return {
+    async tenantIds() {
+      const rows = await trx.raw<{ rows: { tenant_id: string }[] }>(
+        'select tenant_id from audit_chain_heads union select tenant_id from audit_checkpoints union select distinct tenant_id from audit_events order by tenant_id',
+      )
+      return rows.rows.map((r) => r.tenant_id)
+    },
+    async head(tenantId) {
+      const row = await trx<ChainHead>('audit_chain_heads').where({ tenant_id: tenantId }).first()
+      return row && parseHead(row)
+    },
+    async checkpoints(tenantId) {
+      return (await trx<CheckpointRow>('audit_checkpoints').where({ tenant_id: tenantId }).orderBy('seq')).map(parseCheckpoint)
+    },
+    async entries(tenantId, afterSeq, limit) {
+      const rows = await trx<AuditRow>('audit_events').where({ tenant_id: tenantId }).where('seq', '>', afterSeq).orderBy('seq').limit(limit)
+      return rows.map((r) => parseRow(r as AuditRow))
+    },
+  }
+}
+
+function toDb(row: AuditRow): Record<string, unknown> {
+  return { ...row, target_ids: JSON.stringify(row.target_ids), token_ids: JSON.stringify(row.token_ids) }
+}
+
+async function updateHeads(trx: Knex.Transaction, heads: ChainHead[]): Promise<void> {
+  if (!heads.length) return
+  const values = heads.map(() => '(?::uuid, ?::bigint, ?, ?::bigint, ?::timestamptz)').join(', ')
+  await trx.raw(
+    `update audit_chain_heads as h set seq = v.seq, hash = v.hash, checkpoint_seq = v.checkpoint_seq, checkpoint_at = v.checkpoint_at
+     from (values ${values}) as v(tenant_id, seq, hash, checkpoint_seq, checkpoint_at) where h.tenant_id = v.tenant_id`,
+    heads.flatMap((h) => [h.tenant_id, h.seq, h.hash, h.checkpoint_seq, h.checkpoint_at]),
+  )
+}
+
+export type AuditRepository = ReturnType<typeof auditRepository>

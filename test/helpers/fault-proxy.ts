@@ -1,0 +1,97 @@
+import net from 'node:net'
+
+export interface FaultProxy {
+  /** `url` with its host and port replaced by the proxy's. */
+  url: string
+  /** Freeze: connections stay open, nothing passes either way, new ones are accepted but not served. */
+  pause(): void
+  /** Every open connection is reset (RST) at once; new connections pass. */
+  reset(): void
+  /** Every open connection is reset and new ones are refused, until `resume`. */
+  drop(): void
+  /** Back to normal: paused data flows on. */
+  resume(): void
+  close(): Promise<void>
+}
+
+interface Pair {
+  client: net.Socket
+  upstream: net.Socket
+  piped: boolean
+}
+
+/**
+ * A TCP proxy in front of a real service (Postgres, Redis) that a test controls, so a fault is
+ * injected without freezing the shared service. A few dozen lines of node:net.
+ */
+export async function startFaultProxy(t: { teardown(fn: () => unknown): void }, targetUrl: string): Promise<FaultProxy> {
+  const target = new URL(targetUrl)
+  const pairs = new Set<Pair>()
+  let mode: 'pass' | 'paused' | 'dropped' = 'pass'
+
+  const link = (p: Pair) => {
+    p.client.pipe(p.upstream)
+    p.upstream.pipe(p.client)
+    p.piped = true
+  }
+  const unlink = (p: Pair) => {
+    p.client.unpipe(p.upstream)
+    p.upstream.unpipe(p.client)
+    p.client.pause()
+    p.upstream.pause()
+    p.piped = false
+  }
+  const destroy = (p: Pair) => {
+    p.client.resetAndDestroy()
+    p.upstream.destroy()
+    pairs.delete(p)
+  }
+
+  const server = net.createServer((client) => {
+    if (mode === 'dropped') return void client.resetAndDestroy()
+    const upstream = net.connect(Number(target.port), target.hostname)
+    const pair: Pair = { client, upstream, piped: false }
+    pairs.add(pair)
+    const end = () => {
+      if (!pairs.has(pair)) return
+      pairs.delete(pair)
+      client.destroy()
+      upstream.destroy()
+    }
+    client.on('error', end).on('close', end)
+    upstream.on('error', end).on('close', end)
+    if (mode === 'pass') link(pair)
+    else client.pause()
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const port = (server.address() as net.AddressInfo).port
+  const proxied = new URL(targetUrl)
+  proxied.hostname = '127.0.0.1'
+  proxied.port = String(port)
+
+  const proxy: FaultProxy = {
+    url: proxied.toString(),
+    pause() {
+      mode = 'paused'
+      pairs.forEach(unlink)
+    },
+    reset() {
+      pairs.forEach(destroy)
+    },
+    drop() {
+      mode = 'dropped'
+      pairs.forEach(destroy)
+    },
+    resume() {
+      mode = 'pass'
+      for (const p of pairs) if (!p.piped) link(p)
+    },
+    async close() {
+      mode = 'dropped'
+      pairs.forEach(destroy)
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    },
+  }
+  t.teardown(() => proxy.close())
+  return proxy
+}

@@ -1,0 +1,187 @@
+import { randomBytes, randomUUID } from 'node:crypto'
+import t from 'tap'
+import { auditKeyring } from '../../src/audit/audit-keys.js'
+import { verifyAuditChain } from '../../src/audit/verify.js'
+import type { AuditLog } from '../../src/audit/audit-log.js'
+import { startTestApp } from '../helpers/app.js'
+import { auditEvent, auditLogWithClock, auditRows, defaultTenant, tamper } from '../helpers/audit.js'
+
+const DAY = 24 * 60 * 60 * 1000
+
+// One app for the file; each test writes to a tenant chain of its own.
+const app = await startTestApp(t)
+
+/** A fresh tenant chain with `count` entries (one per record call, so one per seq). */
+async function chainWith(count: number, audit: AuditLog = app.services.audit): Promise<string> {
+  const tenant = randomUUID()
+  for (let i = 0; i < count; i++) await audit.record([auditEvent(tenant)])
+  return tenant
+}
+
+async function firstBreak(tenant: string) {
+  const result = await app.services.audit.verify({ tenantId: tenant })
+  return result.tenants[0]?.break
+}
+
+t.test('an intact chain verifies, entry by entry, with seq 1..n and checkpoints', async (t) => {
+  const audit = auditLogWithClock(app, () => new Date(), { checkpointEvery: 3 })
+  t.teardown(() => audit.close())
+  const tenant = await chainWith(7, audit)
+  const result = await app.services.audit.verify()
+  t.ok(result.ok, 'ok')
+  const report = result.tenants.find((r) => r.tenantId === tenant)
+  t.match(report, { ok: true, entries: 7, firstSeq: 1, lastSeq: 7, checkpoints: 2, anchorSeq: null })
+  t.same((await auditRows(app, tenant)).map((r) => r.seq), [1, 2, 3, 4, 5, 6, 7])
+})
+
+t.test('the four ways of breaking the chain are each found at the first broken link', async (t) => {
+  t.test('altered', async (t) => {
+    const tenant = await chainWith(6)
+    await tamper(app, (k) => k('audit_events').where({ tenant_id: tenant, seq: 4 }).update({ outcome: 'denied' }))
+    t.match(await firstBreak(tenant), { seq: 4, reason: 'altered' })
+  })
+
+  t.test('altered without changing any visible field (the time, by a millisecond)', async (t) => {
+    const tenant = await chainWith(3)
+    await tamper(app, (k) => k.raw("update audit_events set occurred_at = occurred_at + interval '1 millisecond' where tenant_id = ? and seq = 2", [tenant]))
+    t.match(await firstBreak(tenant), { seq: 2, reason: 'altered' })
+  })
+
+  t.test('deleted', async (t) => {
+    const tenant = await chainWith(6)
+    await tamper(app, (k) => k('audit_events').where({ tenant_id: tenant, seq: 3 }).delete())
+    t.match(await firstBreak(tenant), { seq: 3, reason: 'missing' })
+  })
+
+  t.test('reordered', async (t) => {
+    const tenant = await chainWith(6)
+    await tamper(app, async (k) => {
+      await k('audit_events').where({ tenant_id: tenant, seq: 3 }).update({ seq: -3 })
+      await k('audit_events').where({ tenant_id: tenant, seq: 4 }).update({ seq: 3 })
+      await k('audit_events').where({ tenant_id: tenant, seq: -3 }).update({ seq: 4 })
+    })
+    t.match(await firstBreak(tenant), { seq: 3, reason: 'altered' })
+  })
+
+  t.test('inserted in the middle (later entries renumbered)', async (t) => {
+    const tenant = await chainWith(6)
+    const [copy] = await auditRows(app, tenant)
+    await tamper(app, async (k) => {
+      await k.raw('update audit_events set seq = seq + 1000 where tenant_id = ? and seq >= 4', [tenant])
+      await k.raw('update audit_events set seq = seq - 999 where tenant_id = ? and seq >= 1000', [tenant])
+      await k('audit_events').insert({ ...copy, seq: 4, id: randomUUID(), target_ids: JSON.stringify(copy!.target_ids), token_ids: '[]', hash: randomBytes(32).toString('hex') })
+      await k('audit_chain_heads').where({ tenant_id: tenant }).update({ seq: 7 })
+    })
+    t.match(await firstBreak(tenant), { seq: 4, reason: 'altered' })
+  })
+
+  t.test('inserted at the end', async (t) => {
+    const tenant = await chainWith(3)
+    const [copy] = await auditRows(app, tenant)
+    await tamper(app, (k) => k('audit_events').insert({ ...copy, seq: 4, id: randomUUID(), target_ids: JSON.stringify(copy!.target_ids), token_ids: '[]' }))
+    t.match(await firstBreak(tenant), { seq: 4, reason: 'unexpected' })
+  })
+
+  t.test('the last entries removed', async (t) => {
+    const tenant = await chainWith(5)
+    await tamper(app, (k) => k('audit_events').where({ tenant_id: tenant }).where('seq', '>=', 4).delete())
+    t.match(await firstBreak(tenant), { seq: 4, reason: 'missing' })
+  })
+
+  t.test('the first entries removed without retention', async (t) => {
+    const tenant = await chainWith(5)
+    await tamper(app, (k) => k('audit_events').where({ tenant_id: tenant }).where('seq', '<=', 2).delete())
+    t.match(await firstBreak(tenant), { seq: 1, reason: 'missing' })
+  })
+
+  t.test('a checkpoint altered', async (t) => {
+    const audit = auditLogWithClock(app, () => new Date(), { checkpointEvery: 2 })
+    t.teardown(() => audit.close())
+    const tenant = await chainWith(4, audit)
+    await tamper(app, (k) => k('audit_checkpoints').where({ tenant_id: tenant, seq: 2 }).update({ seq: 3 }))
+    t.match(await firstBreak(tenant), { seq: 3, reason: 'checkpoint_invalid' })
+  })
+})
+
+t.test('entries and checkpoints are append-only even for the tables owner', async (t) => {
+  const audit = auditLogWithClock(app, () => new Date(), { checkpointEvery: 1 })
+  t.teardown(() => audit.close())
+  const tenant = await chainWith(2, audit)
+  const knex = app.services.store.db.knex
+  await t.rejects(knex('audit_events').where({ tenant_id: tenant }).update({ status: 500 }), /append-only/)
+  await t.rejects(knex('audit_checkpoints').where({ tenant_id: tenant }).update({ hash: 'x' }), /append-only/)
+  await t.rejects(knex.raw('truncate audit_events'), /append-only/)
+  t.ok((await app.services.audit.verify({ tenantId: tenant })).ok)
+})
+
+t.test('retention', async (t) => {
+  // Maintenance covers every chain of a database, so retention gets a database of its own.
+  const own = await startTestApp(t, { SVC_AUDIT_RETENTION_DAYS: '400' })
+
+  t.test('prunes up to a checkpoint older than the period; what remains verifies from it', async (t) => {
+    const tenant = randomUUID()
+    let now = new Date(Date.now() - 500 * DAY)
+    const audit = auditLogWithClock(own, () => now)
+    t.teardown(() => audit.close())
+    for (let i = 0; i < 5; i++) await audit.record([auditEvent(tenant)])
+    t.same(await audit.maintain(now), { checkpoints: 1, pruned: 0 }, 'checkpoint at 5, nothing old enough yet')
+    now = new Date(Date.now() - 10 * DAY)
+    for (let i = 0; i < 3; i++) await audit.record([auditEvent(tenant)])
+    now = new Date()
+    t.same(await audit.maintain(now), { checkpoints: 1, pruned: 5 }, 'entries 1..5 pruned; checkpoint 8 written')
+    t.same((await auditRows(own, tenant)).map((r) => r.seq), [6, 7, 8])
+    t.match((await audit.verify({ tenantId: tenant })).tenants[0], { ok: true, entries: 3, firstSeq: 6, anchorSeq: 5 })
+    t.same(await audit.maintain(now), { checkpoints: 0, pruned: 0 }, 'idempotent')
+
+    await audit.record([auditEvent(tenant)])
+    t.ok((await audit.verify({ tenantId: tenant })).ok, 'the chain goes on after pruning')
+
+    // Deleting younger entries up to a recent checkpoint looks like pruning, but is caught.
+    await tamper(own, async (k) => {
+      await k('audit_checkpoints').where({ tenant_id: tenant }).where('seq', '<', 8).delete()
+      await k('audit_events').where({ tenant_id: tenant }).where('seq', '<=', 8).delete()
+    })
+    t.match((await audit.verify({ tenantId: tenant })).tenants[0]?.break, { seq: 8, reason: 'pruned_within_retention' })
+  })
+
+  t.test('a chain pruned entirely still verifies against its head', async (t) => {
+    const tenant = randomUUID()
+    let now = new Date(Date.now() - 450 * DAY)
+    const audit = auditLogWithClock(own, () => now)
+    t.teardown(() => audit.close())
+    for (let i = 0; i < 3; i++) await audit.record([auditEvent(tenant)])
+    await audit.maintain(now)
+    now = new Date()
+    await audit.maintain(now)
+    t.same(await auditRows(own, tenant), [], 'every entry pruned')
+    t.match((await audit.verify({ tenantId: tenant })).tenants[0], { ok: true, entries: 0, anchorSeq: 3 })
+  })
+})
+
+t.test('SVC_AUDIT_SECRET set later: old entries verify with the key-hash secret, new ones with the new secret', async (t) => {
+  const tenant = await chainWith(2)
+  const secret = randomBytes(32).toString('base64url')
+  const rotated = auditLogWithClock(app, () => new Date(), { secret })
+  t.teardown(() => rotated.close())
+  await rotated.record([auditEvent(tenant)])
+  const rows = await auditRows(app, tenant)
+  t.not(rows[2]!.key_id, rows[0]!.key_id, 'the new entry names the new key')
+  t.ok((await rotated.verify({ tenantId: tenant })).ok, 'both keys verify')
+
+  const onlyNew = await verifyAuditChain(app.services.store.audit, auditKeyring(secret, randomBytes(32).toString('hex')), { retentionDays: 400, tenantId: tenant })
+  t.match(onlyNew.tenants[0]?.break, { seq: 1, reason: 'unknown_key' }, 'a keyring without the old key names the problem')
+  const wrong = await verifyAuditChain(app.services.store.audit, auditKeyring(undefined, app.config.keyHashSecret!), { retentionDays: 400, tenantId: tenant })
+  t.match(wrong.tenants[0]?.break, { seq: 3, reason: 'unknown_key' })
+})
+
+t.test('events of one request share a batch; tenants have separate chains', async (t) => {
+  const tenant = await defaultTenant(app)
+  const other = randomUUID()
+  await Promise.all([
+    app.services.audit.record([auditEvent(tenant), auditEvent(other), auditEvent(tenant)]),
+    app.services.audit.record([auditEvent(other)]),
+  ])
+  t.same((await auditRows(app, tenant)).map((r) => r.seq), [1, 2])
+  t.same((await auditRows(app, other)).map((r) => r.seq), [1, 2])
+  for (const id of [tenant, other]) t.ok((await app.services.audit.verify({ tenantId: id })).ok, 'chain intact')
+})

@@ -1,0 +1,103 @@
+import t from 'tap'
+import { startTestApp, type TestApp } from '../helpers/app.js'
+
+const PROBLEM = 'application/problem+json'
+
+async function tokenKey(app: TestApp): Promise<string> {
+  const res = await app.request('POST', '/applications', {
+    body: { name: 'writer', type: 'private', permissions: ['token:create', 'token:read', 'token:update', 'token:search'] },
+  })
+  return res.body.key as string
+}
+
+async function counts(app: TestApp, key: string): Promise<[number, number]> {
+  const apps = await app.request('GET', '/applications')
+  const tokens = await app.request('GET', '/tokens', { key })
+  return [apps.body.pagination.total_items as number, tokens.body.pagination.total_items as number]
+}
+
+t.test('NUL characters, lone surrogates and prototype keys are 400s naming the field, and store nothing', async (t) => {
+  const app = await startTestApp(t)
+  const key = await tokenKey(app)
+  const before = await counts(app, key)
+  const json = { 'content-type': 'application/json' }
+  const cases: [string, string, string, string][] = [
+    ['NUL in a name', '/applications', JSON.stringify({ name: 'a\u0000b', type: 'private', permissions: ['token:read'] }), 'name'],
+    ['NUL in a rule', '/applications', JSON.stringify({ name: 'a', type: 'private', rules: [{ priority: 1, container: '/a/', transform: 'mask', permissions: ['token:read'], description: '\u0000' }] }), 'rules[0].description'],
+    ['lone surrogate in a name', '/applications', '{"name":"a\\ud800","type":"private","permissions":["token:read"]}', 'name'],
+    ['lone low surrogate', '/applications', '{"name":"\\udc00a","type":"private","permissions":["token:read"]}', 'name'],
+    ['toString field', '/applications', JSON.stringify({ name: 'a', type: 'private', permissions: ['token:read'], toString: 1 }), 'toString'],
+    ['constructor field', '/applications', JSON.stringify({ name: 'a', type: 'private', permissions: ['token:read'], constructor: 'x' }), 'constructor'],
+    ['hasOwnProperty field', '/applications', JSON.stringify({ name: 'a', type: 'private', permissions: ['token:read'], hasOwnProperty: null }), 'hasOwnProperty'],
+    ['NUL in metadata', '/tokens', JSON.stringify({ type: 'token', data: 'x', metadata: { a: 'b\u0000' } }), 'metadata.a'],
+    ['NUL in a metadata key', '/tokens', JSON.stringify({ type: 'token', data: 'x', metadata: { 'a\u0000': 'b' } }), 'metadata'],
+    ['NUL in data', '/tokens', JSON.stringify({ type: 'token', data: { deep: ['x\u0000'] } }), 'data.deep[0]'],
+    ['lone surrogate in a token id', '/tokens', '{"type":"token","data":"x","id":"token\\ud800id"}', 'id'],
+    ['toString in a token', '/tokens', JSON.stringify({ type: 'token', data: 'x', toString: 'y' }), 'toString'],
+    ['NUL in a search', '/tokens/search', JSON.stringify({ query: 'id:\u0000' }), 'query'],
+    ['NUL in tokenize', '/tokenize', JSON.stringify({ a: { b: '\u0000' } }), 'a.b'],
+  ]
+  for (const [label, path, rawBody, field] of cases) {
+    const res = await app.request('POST', path, { key: path === '/applications' ? undefined : key, rawBody, headers: json })
+    t.equal(res.status, 400, `${label}: 400`)
+    t.equal(res.headers.get('content-type'), PROBLEM, `${label}: problem+json`)
+    t.ok(res.body?.errors?.[field], `${label}: names ${field} (${res.text.slice(0, 200)})`)
+  }
+  t.same(await counts(app, key), before, 'nothing was stored')
+})
+
+t.test('NUL in path parameters and query values is a 400 naming it', async (t) => {
+  const app = await startTestApp(t)
+  const key = await tokenKey(app)
+  for (const [path, field] of [
+    ['/tokens/%00', 'path'],
+    ['/tokens/abc%00def', 'path'],
+    ['/tokens?id=%00', 'id'],
+    ['/tokens?metadata.colour=red%00', 'metadata.colour'],
+    ['/tokens?container=/a/&container=%00', 'container'],
+    ['/tokens?x%00=1', 'query'],
+    ['/applications?type=%00', 'type'],
+  ] as const) {
+    const res = await app.request('GET', path, { key: path.startsWith('/tokens') ? key : undefined })
+    t.equal(res.status, 400, `${path}: 400`)
+    t.ok(res.body?.errors?.[field], `${path}: names ${field}`)
+  }
+})
+
+t.test('PATCH /tokens/{id} takes application/merge-patch+json only', async (t) => {
+  const app = await startTestApp(t)
+  const key = await tokenKey(app)
+  const created = await app.request('POST', '/tokens', { key, body: { type: 'token', data: 'x', metadata: { k: 'v' } } })
+  t.equal(created.status, 201)
+  const id = created.body.id as string
+  for (const type of ['application/json', 'text/plain', 'application/x-www-form-urlencoded']) {
+    const res = await app.request('PATCH', `/tokens/${id}`, { key, rawBody: '{"metadata":{"k":"changed"}}', headers: { 'content-type': type } })
+    t.equal(res.status, 415, `${type}: 415`)
+    t.equal(res.headers.get('content-type'), PROBLEM)
+  }
+  t.same((await app.request('GET', `/tokens/${id}`, { key })).body.metadata, { k: 'v' }, 'nothing changed')
+  const patched = await app.request('PATCH', `/tokens/${id}`, {
+    key,
+    rawBody: '{"metadata":{"k":"changed"}}',
+    headers: { 'content-type': 'application/merge-patch+json; charset=utf-8' },
+  })
+  t.equal(patched.status, 200)
+  t.same(patched.body.metadata, { k: 'changed' })
+})
+
+t.test('a rule with both container and conditions names rules[i].container', async (t) => {
+  const app = await startTestApp(t)
+  const res = await app.request('POST', '/applications', {
+    body: {
+      name: 'a',
+      type: 'private',
+      rules: [
+        { priority: 1, container: '/a/', transform: 'mask', permissions: ['token:read'] },
+        { priority: 2, container: '/b/', conditions: [{ attribute: 'id', operator: 'equals', value: 'x' }], transform: 'mask', permissions: ['token:read'] },
+      ],
+    },
+  })
+  t.equal(res.status, 400)
+  t.ok(res.body.errors['rules[1].container'], 'names the field')
+  t.notOk(res.body.errors['rules[1]'], 'not only the rule')
+})

@@ -1,0 +1,55 @@
+import { execFile } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { promisify } from 'node:util'
+import t from 'tap'
+import { runCli } from '../../src/cli/program.js'
+
+/** The operator CLI without a database: help, usage errors, configuration. See cli-store.test.ts for the rest. */
+const masterKey = (id: string) => `${id}:${randomBytes(32).toString('base64')}`
+
+async function cli(env: Record<string, string>, ...argv: string[]) {
+  const out: string[] = []
+  const err: string[] = []
+  const code = await runCli(argv, { env, out: (l) => void out.push(l), note: (l) => void err.push(l) })
+  return { code, out: out.join('\n'), err: err.join('\n') }
+}
+
+t.test('help and usage errors', async (t) => {
+  for (const argv of [['--help'], ['tenant', 'create', '--help'], ['master-key', 'rewrap', '--help'], ['migrate', '--help'], ['config', '--help']]) {
+    const res = await cli({}, ...argv)
+    t.equal(res.code, 0, `${argv.join(' ')}: exit 0`)
+    t.match(res.out, /^Usage: tessera/, `${argv.join(' ')}: usage`)
+  }
+  const unknown = await cli({}, 'bogus')
+  t.same([unknown.code, /unknown command 'bogus'/.test(unknown.err)], [2, true])
+  const missing = await cli({}, 'tenant', 'create')
+  t.same([missing.code, /missing required argument 'name'/.test(missing.err)], [2, true])
+})
+
+t.test('config: effective values, secrets hidden; a bad variable is exit 2', async (t) => {
+  const env = { SVC_MASTER_KEY: `${masterKey('k2')},${masterKey('k1')}`, SVC_OPERATOR_KEY: 'op-'.repeat(12), SVC_KEY_HASH_SECRET: 'h'.repeat(40), DATABASE_URL: 'postgres://tessera:s3cret-pw@db:5432/tessera', PORT: '8080' }
+  const res = await cli(env, 'config', '--json')
+  t.equal(res.code, 0)
+  const shown = JSON.parse(res.out)
+  t.equal(shown.port, 8080)
+  t.match(shown.masterKey, /key ids k2, k1/)
+  t.equal(shown.operatorKey, '(hidden)')
+  t.equal(shown.databaseUrl, 'postgres://tessera:hidden@db:5432/tessera')
+  for (const secret of [env.SVC_MASTER_KEY.split(',')[0]!.slice(3), env.SVC_OPERATOR_KEY, env.SVC_KEY_HASH_SECRET, 's3cret-pw']) t.notMatch(res.out, secret)
+  const bad = await cli({ PORT: 'abc', SVC_RATE_LIMIT_GLOBAL: 'lots' }, 'config')
+  t.equal(bad.code, 2)
+  t.match(bad.err, /PORT must be integer/)
+  t.match(bad.err, /SVC_RATE_LIMIT_GLOBAL/, 'every bad variable at once')
+})
+
+t.test('the installed entry point and the npm script alias', async (t) => {
+  const run = promisify(execFile)
+  const res = await run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', '--version'])
+  t.equal(res.stdout.trim(), JSON.parse(readFileSync('package.json', 'utf8')).version)
+  const failed = await run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'config'], { env: { ...process.env, PORT: 'abc' } }).catch((err: { code: number; stderr: string }) => err)
+  t.match(failed, { code: 2, stderr: /PORT must be integer/ })
+  const pkg = JSON.parse(readFileSync('package.json', 'utf8'))
+  t.equal(pkg.bin.tessera, 'dist/src/cli/main.js')
+  t.equal(pkg.scripts['rewrap-keys'], `${pkg.scripts.tessera} master-key rewrap`, 'npm run rewrap-keys is the CLI command')
+})

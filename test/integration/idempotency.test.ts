@@ -1,0 +1,183 @@
+import { randomUUID } from 'node:crypto'
+import t from 'tap'
+import { requestFingerprint } from '../../src/http/middleware/idempotency.js'
+import { startTestApp, type TestApp } from '../helpers/app.js'
+import { appKey, card, VISA } from '../helpers/tokens.js'
+
+const idem = (key: string) => ({ 'SVC-IDEMPOTENCY-KEY': key })
+
+/** The tenant and the fingerprint of a request of `key`, so a test can hold a claim the way another process would. */
+async function claimOf(app: TestApp, key: string, path: string, body: string) {
+  const principal = await app.services.authenticator.authenticate(key)
+  return { tenantId: principal.tenantId, fingerprint: requestFingerprint(principal.id, 'POST', path, '', Buffer.from(body)) }
+}
+
+async function storedRow(app: TestApp, key: string) {
+  return app.services.store.db.knex('idempotency_keys').where({ key }).first()
+}
+
+t.test('idempotency keys', async (t) => {
+  const operatorKey = `op_${randomUUID()}${randomUUID()}`
+  const app = await startTestApp(t, { SVC_OPERATOR_KEY: operatorKey })
+  const writer = await appKey(app, { type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read', 'token:search', 'token:update'] }] })
+
+  t.test('a create that returned a key replays without it, and runs once', async (t) => {
+    const body = { name: 'idempotent app', type: 'private', permissions: ['token:read'] }
+    const first = await app.request('POST', '/applications', { body, headers: idem('create-app-1') })
+    t.equal(first.status, 201)
+    t.match(first.body.key, /^tsr_priv_/)
+    const again = await app.request('POST', '/applications', { body, headers: idem('create-app-1') })
+    t.equal(again.status, 201, 'the first status')
+    t.equal(again.headers.get('svc-idempotent-replayed'), 'true')
+    t.equal(again.body.id, first.body.id, 'the same Application')
+    t.notOk('key' in again.body, 'the key is never handed out again')
+    const { key: _key, ...withoutKey } = first.body
+    t.same(again.body, withoutKey, 'otherwise the first answer')
+    const list = await app.request('GET', '/applications?size=100')
+    t.equal(list.body.data.filter((a: { name: string }) => a.name === 'idempotent app').length, 1, 'created once')
+    t.notMatch((await storedRow(app, 'create-app-1')).body, first.body.key, 'the key is not stored')
+    t.equal((await app.request('GET', '/tokens', { key: first.body.key })).status, 200, 'the first key works')
+  })
+
+  t.test('regenerate replays without the key and does not regenerate again', async (t) => {
+    const created = await app.request('POST', '/applications', { body: { name: 'regen', type: 'private', permissions: ['token:read'] } })
+    const regen = await app.request('POST', `/applications/${created.body.id}/regenerate`, { headers: idem('regen-1') })
+    t.equal(regen.status, 200)
+    const again = await app.request('POST', `/applications/${created.body.id}/regenerate`, { headers: idem('regen-1') })
+    t.equal(again.status, 200)
+    t.notOk('key' in again.body)
+    t.equal((await app.request('GET', '/tokens', { key: regen.body.key })).status, 200, 'the key of the first answer still works')
+  })
+
+  t.test('token data never stored nor replayed', async (t) => {
+    const body = { type: 'card', data: card(), metadata: { order: '7' } }
+    const first = await app.request('POST', '/tokens', { key: writer, body, headers: idem('tok-1') })
+    t.equal(first.status, 201)
+    t.same(first.body.data, card(), 'the first answer reveals (the rule says so)')
+    const again = await app.request('POST', '/tokens', { key: writer, body, headers: idem('tok-1') })
+    t.equal(again.status, 201)
+    t.equal(again.body.id, first.body.id)
+    t.notOk('data' in again.body, 'the replay has no data')
+    t.same(again.body.metadata, { order: '7' })
+    t.notMatch(JSON.stringify(await storedRow(app, 'tok-1')), VISA, 'no plaintext in the stored answer')
+    const patched = await app.request('PATCH', `/tokens/${first.body.id}`, { key: writer, body: { metadata: { order: '8' } }, headers: { ...idem('patch-1'), 'content-type': 'application/merge-patch+json' } })
+    const patchedAgain = await app.request('PATCH', `/tokens/${first.body.id}`, { key: writer, body: { metadata: { order: '8' } }, headers: { ...idem('patch-1'), 'content-type': 'application/merge-patch+json' } })
+    t.equal(patched.body.data.number, VISA)
+    t.same([patchedAgain.status, patchedAgain.body.metadata, 'data' in patchedAgain.body], [200, { order: '8' }, false])
+  })
+
+  t.test('a session key is not replayed', async (t) => {
+    const publicKey = await appKey(app, { type: 'public', permissions: ['token:create'] })
+    const first = await app.request('POST', '/sessions', { key: publicKey, headers: idem('session-1') })
+    t.equal(first.status, 201)
+    t.ok(first.body.session_key)
+    const again = await app.request('POST', '/sessions', { key: publicKey, headers: idem('session-1') })
+    t.same(again.body, { nonce: first.body.nonce, expires_at: first.body.expires_at })
+  })
+
+  t.test('the same key with another request is 422', async (t) => {
+    await app.request('POST', '/tokens', { key: writer, body: { type: 'token', data: 'a' }, headers: idem('mismatch-1') })
+    const other = await app.request('POST', '/tokens', { key: writer, body: { type: 'token', data: 'b' }, headers: idem('mismatch-1') })
+    t.equal(other.status, 422)
+    t.match(other.body, { type: '/problems/idempotency-mismatch', status: 422 })
+    t.equal(other.headers.get('content-type'), 'application/problem+json')
+    const otherPath = await app.request('POST', '/tokenize', { key: writer, body: { type: 'token', data: 'a' }, headers: idem('mismatch-1') })
+    t.equal(otherPath.status, 422, 'another route')
+    const otherCaller = await appKey(app, { type: 'private', permissions: ['token:create'] })
+    const stolen = await app.request('POST', '/tokens', { key: otherCaller, body: { type: 'token', data: 'a' }, headers: idem('mismatch-1') })
+    t.equal(stolen.status, 422, 'another Application of the tenant never gets the answer')
+  })
+
+  t.test('keys are per tenant', async (t) => {
+    const made = await app.request('POST', '/tenants', { key: operatorKey, body: { name: 'second tenant' } })
+    t.equal(made.status, 201)
+    const body = { name: 'same name', type: 'management', permissions: ['application:read'] }
+    const a = await app.request('POST', '/applications', { body, headers: idem('shared-key') })
+    const b = await app.request('POST', '/applications', { key: made.body.application.key, body, headers: idem('shared-key') })
+    t.same([a.status, b.status], [201, 201])
+    t.not(a.body.id, b.body.id)
+    t.ok(b.body.key, 'the second tenant ran its own request')
+  })
+
+  t.test('a duplicate while the first is in flight is 409 at once; a claim whose process died is taken over', async (t) => {
+    const body = JSON.stringify({ type: 'token', data: 'in flight' })
+    const { tenantId, fingerprint } = await claimOf(app, writer, '/tokens', body)
+    // Another process holds the key: claimed, not completed.
+    t.ok(await app.services.store.idempotency.claim({ tenantId, key: 'flight-1', fingerprint, owner: randomUUID(), leaseSeconds: 120, ttlSeconds: 60 }))
+    const dup = await app.request('POST', '/tokens', { key: writer, rawBody: body, headers: { ...idem('flight-1'), 'content-type': 'application/json' } })
+    t.equal(dup.status, 409)
+    t.match(dup.body, { type: '/problems/idempotency-in-flight' })
+    t.equal(dup.headers.get('retry-after'), '1')
+    await app.services.store.db.knex('idempotency_keys').where({ key: 'flight-1' }).update({ lease_until: new Date(Date.now() - 1000) })
+    const retry = await app.request('POST', '/tokens', { key: writer, rawBody: body, headers: { ...idem('flight-1'), 'content-type': 'application/json' } })
+    t.equal(retry.status, 201, 'the lease ended: the retry runs')
+    t.equal((await storedRow(app, 'flight-1')).status, 201)
+  })
+
+  t.test('concurrent duplicates: one runs, the others are 409 or its replay', async (t) => {
+    const body = { name: 'raced', type: 'private', permissions: ['token:read'] }
+    const answers = await Promise.all(Array.from({ length: 8 }, () => app.request('POST', '/applications', { body, headers: idem('race-1') })))
+    const ran = answers.filter((r) => r.status === 201 && r.headers.get('svc-idempotent-replayed') === null)
+    t.equal(ran.length, 1, 'exactly one ran')
+    t.ok(answers.every((r) => r.status === 409 || r.status === 201), answers.map((r) => r.status).join(','))
+    const list = await app.request('GET', '/applications?size=100')
+    t.equal(list.body.data.filter((a: { name: string }) => a.name === 'raced').length, 1)
+  })
+
+  t.test('a failed request gives its key up', async (t) => {
+    const bad = await app.request('POST', '/tokens', { key: writer, body: { type: 'card', data: { number: '1' } }, headers: idem('fail-1') })
+    t.equal(bad.status, 400)
+    t.notOk(await storedRow(app, 'fail-1'), 'nothing kept')
+    const readOnly = await appKey(app, { type: 'private', permissions: ['token:read'] })
+    t.equal((await app.request('POST', '/tokens', { key: readOnly, body: { type: 'token', data: 1 }, headers: idem('fail-2') })).status, 403)
+    const good = await app.request('POST', '/tokens', { key: writer, body: { type: 'card', data: card() }, headers: idem('fail-1') })
+    t.equal(good.status, 201, 'the corrected request runs with the same key')
+  })
+
+  t.test('withheld answers are refused on replay, naming the first status', async (t) => {
+    const owner = randomUUID()
+    const { tenantId, fingerprint } = await claimOf(app, writer, '/reactors/x/react', '{}')
+    await app.services.store.idempotency.claim({ tenantId, key: 'react-1', fingerprint, owner, leaseSeconds: 120, ttlSeconds: 60 })
+    await app.services.store.idempotency.complete(tenantId, 'react-1', owner, { status: 200, body: null, withheld: true })
+    const replay = await app.request('POST', '/reactors/x/react', { key: writer, rawBody: '{}', headers: { ...idem('react-1'), 'content-type': 'application/json' } })
+    t.equal(replay.status, 409)
+    t.match(replay.body, { type: '/problems/idempotency-withheld', detail: /status 200/ })
+  })
+
+  t.test('expired keys can be reused and are pruned', async (t) => {
+    await app.request('POST', '/tokens', { key: writer, body: { type: 'token', data: 'old' }, headers: idem('old-1') })
+    await app.services.store.db.knex('idempotency_keys').where({ key: 'old-1' }).update({ expires_at: new Date(Date.now() - 1000) })
+    const reused = await app.request('POST', '/tokens', { key: writer, body: { type: 'token', data: 'new' }, headers: idem('old-1') })
+    t.equal(reused.status, 201, 'an expired key is free, whatever it was used for')
+    t.notOk(reused.headers.get('svc-idempotent-replayed'))
+    await app.services.store.db.knex('idempotency_keys').where({ key: 'old-1' }).update({ expires_at: new Date(Date.now() - 1000) })
+    t.ok((await app.services.idempotency.pruneExpired()) >= 1)
+    t.notOk(await storedRow(app, 'old-1'), 'pruned')
+  })
+
+  t.test('where the header does not apply, and a malformed key', async (t) => {
+    const a = await app.request('POST', '/tokens/search', { key: writer, body: { query: 'type:card' }, headers: idem('read-1') })
+    const b = await app.request('POST', '/tokens/search', { key: writer, body: { query: 'type:token' }, headers: idem('read-1') })
+    t.same([a.status, b.status], [200, 200], 'searches are reads: the header is ignored')
+    t.equal((await app.request('GET', '/tokens', { key: writer, headers: idem('read-1') })).status, 200)
+    const long = await app.request('POST', '/tokens', { key: writer, body: { type: 'token', data: 1 }, headers: idem('x'.repeat(256)) })
+    t.equal(long.status, 400)
+    t.ok(long.body.errors['SVC-IDEMPOTENCY-KEY'])
+    const big = await app.request('POST', '/tokens', { key: writer, rawBody: JSON.stringify({ type: 'token', data: 'x'.repeat(6 * 1024 * 1024) }), headers: { ...idem('big-1'), 'content-type': 'application/json' } })
+    t.equal(big.status, 413, 'the body limit holds')
+  })
+})
+
+// Two Tessera processes on one Postgres: the claim is the database's, so one key runs once in all.
+t.test('across processes: one runs, the other gets 409 or the replay', { skip: process.env.DATABASE_URL ? false : 'needs DATABASE_URL (PGlite is one process)' }, async (t) => {
+  const a = await startTestApp(t)
+  const b = await startTestApp(t, {}, { reuse: a })
+  const body = { name: 'two processes', type: 'private', permissions: ['token:read'] }
+  const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 ? a : b).request('POST', '/applications', { body, headers: idem('cross-1') })))
+  t.equal(answers.filter((r) => r.status === 201 && r.headers.get('svc-idempotent-replayed') === null).length, 1, 'exactly one ran')
+  t.ok(answers.every((r) => r.status === 201 || r.status === 409), answers.map((r) => r.status).join(','))
+  const replay = await b.request('POST', '/applications', { body, headers: idem('cross-1') })
+  t.same([replay.status, replay.headers.get('svc-idempotent-replayed'), 'key' in replay.body], [201, 'true', false], 'the other process replays')
+  const list = await a.request('GET', '/applications?size=100')
+  t.equal(list.body.data.filter((x: { name: string }) => x.name === 'two processes').length, 1)
+})

@@ -1,0 +1,60 @@
+import t from 'tap'
+import { assertProxyError, startProxyApp } from '../helpers/proxy.js'
+import { startRawStub, startStub } from '../unit/proxy/fixtures/stub-server.js'
+
+const SWITCH = 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n'
+
+t.test('upgrades are refused: the proxy does not tunnel', async (t) => {
+  const app = await startProxyApp(t)
+  let requests = 0
+  const port = await startRawStub(t, (socket) => socket.once('data', () => (requests++, socket.write(SWITCH))))
+  const target = `http://127.0.0.1:${port}`
+
+  const asked = await app.proxy(target, { headers: ['SVC-PROXY-CONNECTION', 'Upgrade', 'Upgrade', 'websocket'] })
+  assertProxyError(t, asked, 400, 'SVC-PROXY-CONNECTION: Upgrade')
+  t.match(asked.json.proxy_error.detail, /does not tunnel/)
+  t.equal(requests, 0, 'nothing was sent')
+
+  // A destination that switches unasked, on either outbound path: a 502, not a caller left waiting.
+  for (const headers of [[], ['SVC-PROXY-CONNECTION', 'keep-alive']]) {
+    const res = await app.proxy(target, { headers })
+    assertProxyError(t, res, 502, `unasked 101 ${JSON.stringify(headers)}`)
+    t.match(res.json.proxy_error.detail, /does not tunnel/)
+  }
+  // The caller's own Upgrade/Connection headers are hop-by-hop: never forwarded.
+  const stub = await startStub(t)
+  const own = await app.proxy(stub.origin, { headers: ['Connection', 'Upgrade', 'Upgrade', 'websocket'] })
+  t.equal(own.status, 200)
+  t.notOk(stub.seen.at(-1)?.headers.upgrade, 'Upgrade not forwarded')
+})
+
+t.test('SVC-PROXY-CONNECTION and SVC-PROXY-KEEP-ALIVE take only the documented values', async (t) => {
+  const app = await startProxyApp(t)
+  const stub = await startStub(t)
+  for (const [name, value] of [
+    ['SVC-PROXY-CONNECTION', 'keep-alive, Content-Length'],
+    ['SVC-PROXY-CONNECTION', 'keep-alive, Authorization'],
+    ['SVC-PROXY-CONNECTION', 'TE'],
+    ['SVC-PROXY-KEEP-ALIVE', 'timeout=5, Content-Length'],
+    ['SVC-PROXY-KEEP-ALIVE', 'bogus'],
+  ] as const) {
+    assertProxyError(t, await app.proxy(stub.origin, { headers: [name, value] }), 400, `${name}: ${value}`)
+  }
+  t.equal(stub.seen.length, 0, 'nothing was forwarded')
+  const ok = await app.proxy(stub.origin, { headers: ['SVC-PROXY-CONNECTION', 'close', 'SVC-PROXY-KEEP-ALIVE', 'timeout=5, max=10'] })
+  t.equal(ok.status, 200)
+  t.equal(stub.seen.at(-1)?.headers.connection, 'close')
+})
+
+t.test('dot segments with path parameters are refused like other traversal', async (t) => {
+  const app = await startProxyApp(t)
+  const stub = await startStub(t)
+  for (const path of ['/proxy/..;/admin', '/proxy/api/..;/..;/admin', '/proxy/%2e%2e;/admin', '/proxy/..%3b/admin', '/proxy/%2E%2E%3Bx=1/admin', '/proxy/.;/admin']) {
+    assertProxyError(t, await app.proxy(`${stub.origin}/base`, { path }), 400, path)
+  }
+  assertProxyError(t, await app.proxy(`${stub.origin}/base/..;/admin`), 400, 'in SVC-PROXY-URL')
+  t.equal(stub.seen.length, 0, 'nothing was forwarded')
+  const params = await app.proxy(`${stub.origin}/base`, { path: '/proxy/a;v=1/b' })
+  t.equal(params.status, 200, 'ordinary path parameters still pass')
+  t.equal(stub.seen.at(-1)?.url, '/base/a;v=1/b')
+})

@@ -1,0 +1,37 @@
+import t from 'tap'
+import { mayHaveWritten } from '../../../src/store/bounded-client.js'
+import { classifyFailure, unavailableError } from '../../../src/store/unavailable.js'
+
+t.test('failures of availability are told apart from other database errors', async (t) => {
+  t.equal(classifyFailure(Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' })), 'server')
+  t.equal(classifyFailure(Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' })), 'server')
+  t.equal(classifyFailure(Object.assign(new Error('connection failure'), { code: '08006' })), 'server')
+  t.equal(classifyFailure(new Error('Query read timeout')), 'client')
+  t.equal(classifyFailure(new Error('Connection terminated unexpectedly')), 'client')
+  t.equal(classifyFailure(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })), 'client')
+  t.equal(classifyFailure(Object.assign(new Error('x'), { name: 'KnexTimeoutError' })), 'client')
+  t.equal(classifyFailure(Object.assign(new Error('duplicate key'), { code: '23505' })), undefined, 'a unique violation is the caller’s to translate')
+  t.equal(classifyFailure(new Error('bug')), undefined)
+  t.equal(classifyFailure('text'), undefined)
+})
+
+t.test('503 unavailable with Retry-After, the driver error kept as cause, no SQL in the detail', async (t) => {
+  const cause = new Error('insert into "tokens" ... - Query read timeout')
+  const err = unavailableError(cause, false)
+  t.equal(err.status, 503)
+  t.equal(err.code, 'unavailable')
+  t.ok(Number(err.headers?.['Retry-After']) > 0)
+  t.equal(err.cause, cause)
+  t.notMatch(err.detail ?? '', /insert|tokens/)
+  t.match(unavailableError(cause, true).detail, /may or may not have been applied/)
+})
+
+t.test('only a statement that could have committed on its own is reported as "may have been applied"', async (t) => {
+  const outside = {}
+  const inside = { __knexTxId: 'trx1' }
+  t.equal(mayHaveWritten(outside, { sql: 'select * from tokens' }), false, 'a read outside a transaction')
+  t.equal(mayHaveWritten(outside, { sql: 'insert into tokens ...' }), true, 'an autocommit write')
+  t.equal(mayHaveWritten(outside, { sql: 'update tokens set ...' }), true)
+  t.equal(mayHaveWritten(inside, { sql: 'insert into tokens ...' }), false, 'inside a transaction nothing commits before COMMIT')
+  t.equal(mayHaveWritten(inside, 'COMMIT;'), true, 'the COMMIT itself')
+})

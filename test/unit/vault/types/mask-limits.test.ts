@@ -1,0 +1,54 @@
+import t from 'tap'
+import { allowedMask, getTokenType, maskProblems, TOKEN_TYPE_NAMES, type TokenTypeName } from '../../../../src/vault/types/index.js'
+
+const problems = (type: TokenTypeName, mask: unknown) => maskProblems(mask, getTokenType(type).maskLimits, type)
+
+t.test('every default mask is within its own type limits', async (t) => {
+  for (const name of TOKEN_TYPE_NAMES) t.same(problems(name, getTokenType(name).defaultMask ?? null), [], name)
+})
+
+t.test('card: at most the first 6 and last 4 of the number, never the CVC', async (t) => {
+  const ok: unknown[] = [
+    { number: '{{ data.number | reveal_last: 4 }}' },
+    { bin: '{{ data.number | slice: 0, 6 }}', last4: '{{ data.number | last4 }}' },
+    '{{ data | json: "$.number" | slice: -4 }}',
+    { exp: '{{ data.expiration_month }}/{{ data.expiration_year }}', brand: 'visa' },
+    '{{ data.number | slice: 2, 4 }}',
+  ]
+  for (const mask of ok) t.same(problems('card', mask), [], JSON.stringify(mask))
+  const refused: [unknown, RegExp][] = [
+    [{ number: '{{ data.number }}' }, /at most the first 6 and the last 4 characters of data\.number/],
+    [{ cvc: '{{ data.cvc }}' }, /may not show data\.cvc/],
+    ['{{ data.cvc | last4 }}', /may not show data\.cvc/],
+    ['{{ data }}', /may not show data$/],
+    ['{{ data | to_string | slice: 0, 6 }}', /may not show data$/],
+    ['{{ data | json: "$.cvc" }}', /may not show data\.cvc/],
+    ['{{ data.number | slice: 0, 7 }}', /data\.number/],
+    ['{{ data.number | reveal_last: 5 }}', /data\.number/],
+    ['{{ data.number | slice: -5, 2 }}', /data\.number/],
+    ['{{ data.number | to_string }}', /data\.number/],
+    [['ok', { deep: ['{{ data.number }}'] }], /data\.number/],
+  ]
+  for (const [mask, message] of refused) t.match(problems('card', mask), [message], JSON.stringify(mask))
+})
+
+t.test('other types', async (t) => {
+  t.same(problems('card_number', '{{ data | slice: 0, 6 }}…{{ data | last4 }}'), [])
+  t.match(problems('card_number', '{{ data }}'), [/data/])
+  t.same(problems('bank', { r: '{{ data.routing_number }}', a: '{{ data.account_number | last4 }}' }), [])
+  t.match(problems('bank', { a: '{{ data.account_number | slice: 0, 4 }}' }), [/account_number/])
+  t.same(problems('us_bank_routing_number', '{{ data }}'), [])
+  t.match(problems('social_security_number', '{{ data | slice: 0, 3 }}'), [/at most the last 4/])
+  t.same(problems('employer_id_number', '{{ data | reveal_last: 4 }}'), [])
+  t.same(problems('token', { a: '{{ data.any.thing | last4 }}' }), [], 'any JSON: the last four of any field')
+  t.match(problems('token', '{{ data.password }}'), [/data\.password/])
+})
+
+t.test('allowedMask renders only masks within the limits', async (t) => {
+  const card = getTokenType('card')
+  t.equal(allowedMask(card, card.defaultMask), card.defaultMask)
+  t.equal(allowedMask(card, { n: '{{ data.number }}' }), null, 'a stored mask past the limits fails closed')
+  t.equal(allowedMask(card, { n: '{{ data.number }}' }), null, 'and again from the memo')
+  t.equal(allowedMask(card, null), null)
+  t.equal(allowedMask(card, '{{ unclosed'), null, 'an unparsable mask fails closed')
+})
