@@ -1,6 +1,6 @@
 /**
  * The proxy's cost (issue 4), on loopback with a 1 KB JSON body, every variant in one run:
- * (a) direct to the destination, (b) a minimal undici forwarder (the baseline), (c) Tessera
+ * (a) direct to the destination, (b) the cheapest correct forwarder (the baseline, bench/lib/forwarder.ts), (c) Tessera
  * `/proxy` without tokens, (d) with 1 token, (e) with 10 tokens, (f) a pre-configured proxy
  * with trivial transforms when `POST /proxies` exists (issue 6). Tessera and the forwarder run
  * pinned to core 0; autocannon, the latency client and the destination on core 1. Plus the
@@ -14,7 +14,7 @@ import { call, createCardTokens, createPrivateApp } from './lib/api.js'
 import { startHelper, type HelperProcess } from './lib/helpers.js'
 import { closedLoop, interleave, median, percentileUs, progress, round0, round1, saturate, type BenchRequest } from './lib/measure.js'
 import { DRIVER_CORE, machineInfo, measureCpu, pinSelf, SUT_CORE } from './lib/proc.js'
-import { figure, type Figure } from './lib/report.js'
+import { figure, machineLine, type Figure } from './lib/report.js'
 import { createBackend, startTessera, type Backend, type TesseraProcess } from './lib/tessera.js'
 import { writeResult } from './lib/write-result.js'
 
@@ -42,6 +42,8 @@ export interface ProxyVariantResult {
   p50Us: number
   p99Us: number
   rpsRatioToB: number
+  /** CPU µs/req over the forwarder's: the cost ratio, beside the throughput ratio. */
+  cpuRatioToB: number
   addedP50UsOverB: number
   addedP99UsOverB: number
   errors: number
@@ -145,6 +147,7 @@ function summarize(variants: Variant[]): ProxyVariantResult[] {
     p50Us: round1(median(v.p50)),
     p99Us: round1(median(v.p99)),
     rpsRatioToB: Math.round((median(v.rps) / bRps) * 100) / 100,
+    cpuRatioToB: Math.round((median(v.cpu) / median(b.cpu)) * 100) / 100,
     addedP50UsOverB: round1(median(v.p50) - bP50),
     addedP99UsOverB: round1(median(v.p99) - bP99),
     errors: v.errors,
@@ -178,13 +181,15 @@ function figures(result: ProxyBenchResult): Figure[] {
   const by = (k: string) => result.variants.find((v) => v.variant === k)
   const b = by('b')!
   const out: Figure[] = []
+  // CPU µs/req at saturation of the variant and of the forwarder, beside every ratio.
+  const cpu = (v: ProxyVariantResult) => ({ cpuUs: v.cpuUsPerRequest, baselineCpuUs: b.cpuUsPerRequest })
   const rps = (k: string, name: string, min?: number) => {
     const v = by(k)
-    if (v) out.push(figure({ bench: 'proxy', name, unit: 'req/s', tessera: v.rps, baseline: b.rps, baselineName: 'b', target: min ? `≥ ${min}× b` : undefined, pass: min ? v.rps >= min * b.rps : undefined }))
+    if (v) out.push(figure({ bench: 'proxy', name, unit: 'req/s', tessera: v.rps, baseline: b.rps, baselineName: 'b', ...cpu(v), target: min ? `≥ ${min}× b` : undefined, pass: min ? v.rps >= min * b.rps : undefined }))
   }
   const p50 = (k: string, name: string, maxAdded: number) => {
     const v = by(k)
-    if (v) out.push(figure({ bench: 'proxy', name, unit: 'µs', tessera: v.p50Us, baseline: b.p50Us, baselineName: 'b', added: v.addedP50UsOverB, target: `≤ +${maxAdded} µs`, pass: v.addedP50UsOverB <= maxAdded }))
+    if (v) out.push(figure({ bench: 'proxy', name, unit: 'µs', tessera: v.p50Us, baseline: b.p50Us, baselineName: 'b', added: v.addedP50UsOverB, ...cpu(v), target: `≤ +${maxAdded} µs`, pass: v.addedP50UsOverB <= maxAdded }))
   }
   rps('c', '(c) no tokens, throughput', 0.5)
   rps('d', '(d) 1 token, throughput')
@@ -198,9 +203,12 @@ function figures(result: ProxyBenchResult): Figure[] {
   // Issue 15: trivial request + response transforms at 32 connections, against (c).
   if (f && c) {
     out.push(figure({ bench: 'proxy', name: '(f) pre-configured, trivial transforms, throughput', unit: 'req/s', tessera: f.rps, baseline: c.rps, baselineName: 'c', cpuUs: f.cpuUsPerRequest, baselineCpuUs: c.cpuUsPerRequest, target: '≥ 0.4× c', pass: f.rps >= 0.4 * c.rps }))
-    out.push(figure({ bench: 'proxy', name: '(f) pre-configured, p50 at c=1', unit: 'µs', tessera: f.p50Us, baseline: c.p50Us, baselineName: 'c', added: round1(f.p50Us - c.p50Us) }))
+    out.push(figure({ bench: 'proxy', name: '(f) pre-configured, p50 at c=1', unit: 'µs', tessera: f.p50Us, baseline: c.p50Us, baselineName: 'c', added: round1(f.p50Us - c.p50Us), cpuUs: f.cpuUsPerRequest, baselineCpuUs: c.cpuUsPerRequest }))
   }
-  if (result.scaling) out.push(figure({ bench: 'proxy', name: 'scaling: (c) on 2 processes', unit: 'req/s', tessera: result.scaling.twoRps, baseline: result.scaling.oneRps, baselineName: '1 process' }))
+  if (result.scaling) {
+    const s = result.scaling
+    out.push(figure({ bench: 'proxy', name: 'scaling: (c) on 2 processes', unit: 'req/s', tessera: s.twoRps, baseline: s.oneRps, baselineName: '1 process', cpuUs: s.twoCpuUsPerRequest, baselineCpuUs: s.oneCpuUsPerRequest }))
+  }
   return out
 }
 
@@ -263,6 +271,7 @@ export function proxyTable(result: ProxyBenchResult): Record<string, string | nu
     'req/s': v.rps,
     '× b': v.rpsRatioToB,
     'CPU µs/req': v.cpuUsPerRequest,
+    'CPU × b': v.cpuRatioToB,
     'p50 µs (c=1)': v.p50Us,
     'p99 µs (c=1)': v.p99Us,
     'p50 over b µs': v.addedP50UsOverB,
@@ -273,6 +282,7 @@ export function proxyTable(result: ProxyBenchResult): Record<string, string | nu
 export function printProxyBench(result: ProxyBenchResult): void {
   const o = result.options
   console.log(`proxy, 1 KB JSON, ${o.rounds} rounds: autocannon ${o.connections} connections x ${o.durationS} s, ${o.latencyRequests} requests at c=1; ${result.backend.database} + ${result.backend.redis}; medians`)
+  console.log(`machine: ${machineLine(result.machine)}`)
   console.table(proxyTable(result))
   if (result.scaling) console.log(`scaling (c), ${result.scaling.connections} connections: 1 process ${result.scaling.oneRps} req/s, 2 processes ${result.scaling.twoRps} req/s (${result.scaling.ratio}x)`)
   for (const f of result.figures.filter((f) => f.target)) {

@@ -10,7 +10,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { progress } from './lib/measure.js'
 import { machineInfo, pinSelf } from './lib/proc.js'
-import { figure, figureRow, markdownTable, rowsToMarkdown, type Figure } from './lib/report.js'
+import { figure, machineLine, rowsToMarkdown, summaryTable, type Figure } from './lib/report.js'
 import { proxyChart } from './lib/svg.js'
 import { buildTessera, serverVersion } from './lib/tessera.js'
 import { printProxyBench, proxyTable, runProxyBench, type ProxyBenchResult } from './proxy.js'
@@ -56,6 +56,7 @@ function rateLimitFigures(r: RateLimitBenchResult): Figure[] {
   const base = r.variants.find((v) => v.variant === 'baseline')
   return r.variants.filter((v) => v !== base && base).map((v) => figure({
     bench: 'rate limit', name: `${v.variant} store, p50 at c=1`, unit: 'µs', tessera: v.p50Us, baseline: base!.p50Us, baselineName: 'no limiter', added: v.addedP50Us,
+    cpuUs: v.cpuUsPerRequest, baselineCpuUs: base!.cpuUsPerRequest,
     ...(v.variant === 'redis' ? { target: '≤ +200 µs', pass: v.addedP50Us <= 200 } : {}),
   }))
 }
@@ -97,11 +98,11 @@ function renderMarkdown(date: string, backend: string, figures: Figure[], proxy?
     '',
     '## Summary',
     '',
-    markdownTable(['figure', 'Tessera', 'baseline', 'ratio', 'target', 'pass/fail'], figures.map(figureRow)),
+    summaryTable(figures),
   ]
   if (proxy) {
     const o = proxy.options
-    parts.push('', '## Proxy (issue 4)', '', `1 KB JSON body; autocannon ${o.connections} connections × ${o.durationS} s per variant per round, ${o.latencyRequests} requests at c=1, ${o.rounds} rounds. CPU µs/req is the process under test: the destination for (a), the forwarder for (b), Tessera and its Reactor runtime child for the rest.`, '', `![proxy chart](./${date}-proxy.svg)`, '', rowsToMarkdown(proxyTable(proxy)))
+    parts.push('', '## Proxy (issue 4)', '', `1 KB JSON body; autocannon ${o.connections} connections × ${o.durationS} s per variant per round, ${o.latencyRequests} requests at c=1, ${o.rounds} rounds. CPU µs/req is the process under test: the destination for (a), the forwarder for (b), Tessera and its Reactor runtime child for the rest.`, '', `![proxy chart](./${date}-proxy.svg)`, '', rowsToMarkdown(proxyTable(proxy)), '', `Measured on ${machineLine(proxy.machine)} (at the end of the proxy phase).`)
     if (proxy.scaling) parts.push('', `Scaling, variant (c), ${proxy.scaling.connections} connections: 1 process ${proxy.scaling.oneRps} req/s (${proxy.scaling.oneCpuUsPerRequest} CPU µs/req), 2 processes ${proxy.scaling.twoRps} req/s (${proxy.scaling.twoCpuUsPerRequest} CPU µs/req) = ${proxy.scaling.ratio}×.`)
     parts.push('', ...proxy.notes.filter((n) => n !== pinning).map((n) => `- ${n}`))
   }
@@ -146,7 +147,7 @@ await writeFile(path.join(dir, `${date}.md`), renderMarkdown(date, backend, figu
 await writeFile(path.join(dir, `${date}.json`), JSON.stringify({ date: new Date(startedAt).toISOString(), durationS: Math.round((Date.now() - startedAt) / 1000), machine: machineInfo(), machineAtStart: machineStart, backend, figures, proxy, tokens, rateLimit: rl, reactors, notes }, null, 2) + '\n')
 if (proxy) await writeFile(path.join(dir, `${date}-proxy.svg`), proxyChart(proxy.variants, `${backend}; ${machineStart.cpu}, ${machineStart.cores} cores, Node ${machineStart.node}; ${date}`))
 await pointReadme(date, backend)
-console.log(markdownTable(['figure', 'Tessera', 'baseline', 'ratio', 'target', 'pass/fail'], figures.map(figureRow)))
+console.log(summaryTable(figures))
 for (const n of notes) console.log(`- ${n}`)
 progress(`wrote bench/results/${date}.md, .json${proxy ? ', -proxy.svg' : ''} in ${Math.round((Date.now() - startedAt) / 1000)} s`)
 process.exit(failed ? 1 : 0)
