@@ -3,6 +3,14 @@ import ipaddr from 'ipaddr.js'
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6
 type Range = [Address, number]
+/** A socket address as the limits see it. */
+interface Peer {
+  addr: Address
+  bucket: string
+  trusted: boolean
+}
+
+const PEER_CACHE_SIZE = 10_000
 
 /** (socket address, X-Forwarded-For header) -> the client IP the limits count against. */
 export type ClientIpResolver = (peer: string | undefined, forwardedFor: string | undefined) => string
@@ -25,13 +33,28 @@ export function createClientIpResolver(trustedProxies: readonly string[], ipv6Pr
   }
   const isTrusted = (addr: Address) => ranges.some(([net, bits]) => addr.kind() === net.kind() && addr.match(net, bits))
 
+  // Every request asks about its socket's address and a process sees few distinct ones at a
+  // time: each is parsed, bucketed and checked once, not per request. Bounded by clearing when full.
+  const peers = new Map<string, Peer | null>()
+  const peerOf = (peer: string): Peer | null => {
+    let known = peers.get(peer)
+    if (known === undefined) {
+      const addr = parseAddress(peer)
+      known = addr ? { addr, bucket: bucket(addr), trusted: isTrusted(addr) } : null
+      if (peers.size >= PEER_CACHE_SIZE) peers.clear()
+      peers.set(peer, known)
+    }
+    return known
+  }
+
   return (peer, forwardedFor) => {
-    const socketAddr = parseAddress(peer)
     // Without an address (socket already gone) every such request shares one bucket.
-    if (!socketAddr) return peer ?? 'unknown'
-    if (!forwardedFor || ranges.length === 0 || !isTrusted(socketAddr)) return bucket(socketAddr)
+    if (peer === undefined) return 'unknown'
+    const socketPeer = peerOf(peer)
+    if (!socketPeer) return peer
+    if (!forwardedFor || !socketPeer.trusted) return socketPeer.bucket
     const hops = forwardedFor.split(',')
-    let client = socketAddr
+    let client = socketPeer.addr
     for (let i = hops.length - 1; i >= 0 && isTrusted(client); i--) {
       const hop = parseAddress(hops[i])
       // A malformed hop ends the chain we can vouch for: the last trusted hop stands in.
