@@ -126,7 +126,16 @@ export function processTree(pid: number): number[] {
 }
 
 /** Load average is recorded because other work on a shared machine skews every figure. */
-export function machineInfo(): { cpu: string; cores: number; node: string; os: string; memoryGb: number; loadAverage: number[] } {
+export interface MachineInfo {
+  cpu: string
+  cores: number
+  node: string
+  os: string
+  memoryGb: number
+  loadAverage: number[]
+}
+
+export function machineInfo(): MachineInfo {
   return {
     loadAverage: os.loadavg().map((l) => Math.round(l * 100) / 100),
     cpu: os.cpus()[0]?.model.trim() ?? 'unknown',

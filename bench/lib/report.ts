@@ -1,3 +1,5 @@
+import type { MachineInfo } from './proc.js'
+
 /** The summary row every bench contributes to `bench/results/<date>.md`. */
 export interface Figure {
   bench: string
@@ -51,15 +53,6 @@ export function figureRow(f: Figure): string[] {
 
 export function summaryTable(figures: Figure[]): string {
   return markdownTable(SUMMARY_HEADER, figures.map(figureRow))
-}
-
-export interface MachineInfo {
-  cpu: string
-  cores: number
-  node: string
-  os: string
-  memoryGb: number
-  loadAverage: number[]
 }
 
 /** The machine a result was measured on and its load at the time: every figure is read against it. */
