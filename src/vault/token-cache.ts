@@ -8,6 +8,8 @@ export interface UsableToken {
   record: Pick<TokenRecord, 'tenant_id' | 'id' | 'type' | 'containers' | 'mask' | 'ciphertext' | 'expires_at'>
   /** The unwrapped data key: it never leaves this process and is wiped when the entry leaves. */
   dataKey: Buffer
+  /** The additional data the ciphertext is bound to (not secret), computed once per entry rather than per open. */
+  aad: Buffer
 }
 
 export interface TokenCache {
@@ -32,7 +34,7 @@ export function createTokenCache(bus: InvalidationBus): TokenCache {
     maxEntries: 20_000,
     maxBytes: 16 * 1024 * 1024,
     ttlMs: 30_000,
-    sizeOf: (token) => approximateBytes(token.record) + approximateBytes(token.dataKey),
+    sizeOf: (token) => approximateBytes(token.record) + approximateBytes(token.dataKey) + approximateBytes(token.aad),
     expiresAt: (token) => token.record.expires_at?.getTime(),
     onEvict: (token) => token.dataKey.fill(0),
   })

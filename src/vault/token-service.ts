@@ -3,7 +3,7 @@ import { answerTransform, authorizeContainers, authorizeToken, authorizeViewChan
 import type { Principal } from '../auth/principal.js'
 import { AppError } from '../errors/index.js'
 import { isUniqueViolation, type AccessScope, type Page, type Store, type TokenFilter, type TokenPosition, type TokenRecord } from '../store/index.js'
-import { decryptData, openData, unwrapDataKey } from './crypto/index.js'
+import { dataAad, decryptData, openData, unwrapDataKey } from './crypto/index.js'
 import type { TokenCache, UsableToken } from './token-cache.js'
 import { parseSearchQuery } from './search-query.js'
 import { buildTokenRecord, mergePatch, type TokenFields, type VaultCrypto } from './token-builder.js'
@@ -68,8 +68,9 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
     const { keyring } = crypto()
     const generation = cache.generation()
     for (const row of await store.tokens.findManyForUse(tenantId, missing)) {
-      const dataKey = unwrapDataKey({ keyId: row.key_id, encryptedKey: row.encrypted_key }, { tenantId, tokenId: row.id }, keyring)
-      const token: UsableToken = { record: row, dataKey }
+      const binding = { tenantId, tokenId: row.id }
+      const dataKey = unwrapDataKey({ keyId: row.key_id, encryptedKey: row.encrypted_key }, binding, keyring)
+      const token: UsableToken = { record: row, dataKey, aad: dataAad(binding) }
       cache.put(token, generation)
       found.set(row.id, token)
     }
@@ -217,7 +218,7 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
         const token = usable.get(id)
         if (!token) throw new AppError('bad_request', { detail: `Unknown token ${JSON.stringify(id)}.` })
         const transform = authorizeToken(principal, permission, token.record)
-        const data = transform === 'redact' ? undefined : openData(token.dataKey, token.record.ciphertext, { tenantId: token.record.tenant_id, tokenId: id })
+        const data = transform === 'redact' ? undefined : openData(token.dataKey, token.record.ciphertext, token.aad)
         const shaped = data === undefined ? undefined : shape(transform, token.record, data)
         values.set(id, shaped === undefined ? null : shaped)
       }

@@ -53,7 +53,7 @@ export function encryptData(data: unknown, binding: TokenBinding, keyring: Keyri
 export function decryptData(stored: StoredData, binding: TokenBinding, keyring: Keyring): unknown {
   const dataKey = unwrapDataKey(stored, binding, keyring)
   try {
-    return openData(dataKey, stored.ciphertext, binding)
+    return openData(dataKey, stored.ciphertext, dataAad(binding))
   } finally {
     dataKey.fill(0)
   }
@@ -64,8 +64,9 @@ export function unwrapDataKey(stored: StoredKey, binding: TokenBinding, keyring:
   return unwrap(stored, dataKeyContext(binding), keyring)
 }
 
-export function openData(dataKey: Uint8Array, ciphertext: Uint8Array, binding: TokenBinding): unknown {
-  return JSON.parse(open(dataKey, ciphertext, dataAad(binding)).toString('utf8'))
+/** `aad` is dataAad() of the token's binding: a caller that opens one token often computes it once. */
+export function openData(dataKey: Uint8Array, ciphertext: Uint8Array, aad: Uint8Array): unknown {
+  return JSON.parse(open(dataKey, ciphertext, aad).toString('utf8'))
 }
 
 /** The same data key wrapped under the keyring's primary key; the ciphertext is untouched. */
@@ -94,7 +95,8 @@ export function rewrapSecret(stored: StoredKey, purpose: string, keyring: Keyrin
   return rewrap(stored, [SECRET_LABEL, purpose], keyring)
 }
 
-function dataAad(binding: TokenBinding): Buffer {
+/** The additional data a token's ciphertext is bound to: its row. */
+export function dataAad(binding: TokenBinding): Buffer {
   return encodeFields([DATA_LABEL, binding.tenantId, binding.tokenId])
 }
 

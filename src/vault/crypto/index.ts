@@ -2,6 +2,7 @@ export { DecryptError, type DecryptFailure } from './aes-gcm.js'
 export { generateMasterKey, Keyring, type KeyCheckResult, type MasterKeyInput } from './keyring.js'
 export { DEFAULT_KEY_ID, KeyringError, parseKeyring } from './parse-keyring.js'
 export {
+  dataAad,
   decryptData,
   encryptData,
   needsRewrap,
