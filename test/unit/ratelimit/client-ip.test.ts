@@ -47,3 +47,20 @@ t.test('IPv6 clients are counted per network of the configured prefix length', a
   t.equal(createClientIpResolver([], 48)('2001:db8:1:2::1', undefined), '2001:db8:1::/48')
   t.equal(createClientIpResolver([], 128)('2001:db8:1:2::1', undefined), '2001:db8:1:2::1', '128: single addresses')
 })
+
+t.test('socket addresses are remembered per resolver, and answers stay right past the bound', async (t) => {
+  const resolve = createClientIpResolver(['10.0.0.0/8'], 64)
+  const first = ['10.1.2.3', '2001:db8:1:2::9', '198.51.100.7', 'not-an-address']
+  const expected = (peer: string) => [resolve(peer, '1.2.3.4'), resolve(peer, undefined)]
+  const before = first.map(expected)
+  t.same(before, [['1.2.3.4', '10.1.2.3'], ['2001:db8:1:2::/64', '2001:db8:1:2::/64'], ['198.51.100.7', '198.51.100.7'], ['not-an-address', 'not-an-address']])
+  // More distinct peers than the resolver keeps: it starts over, the answers do not change.
+  const wrong: string[] = []
+  for (let i = 0; i < 10_050; i++) {
+    const peer = `172.16.${i >> 8}.${i & 255}`
+    if (resolve(peer, '1.2.3.4') !== peer) wrong.push(peer)
+  }
+  t.same(wrong, [], 'every untrusted peer is its own client')
+  t.same(first.map(expected), before, 'the same answers after the bound was passed')
+  t.equal(createClientIpResolver([])('10.1.2.3', '1.2.3.4'), '10.1.2.3', 'another resolver has its own trust, not this one')
+})
