@@ -11,6 +11,7 @@ import { rateLimitMiddleware } from './http/middleware/rate-limit.js'
 import { requestId } from './http/middleware/request-id.js'
 import { textGuard } from './http/middleware/text-guard.js'
 import { applicationsRoutes } from './http/routes/applications.js'
+import { applicationKeysRoutes } from './http/routes/application-keys.js'
 import { bodyParsers } from './http/routes/body-parsers.js'
 import { docsRoutes } from './http/routes/docs.js'
 import { healthRoutes, singleFlight } from './http/routes/health.js'
@@ -74,6 +75,7 @@ export function buildRouters(services: Services, drain = new Drain()): Router<Ap
   // The react route takes larger bodies than the rest; its own parser still applies its limit.
   api.use(idempotency(services.idempotency, Math.max(config.bodyLimitBytes, config.reactors.payloadMaxBytes), logger))
   applicationsRoutes(api, services.applications, body)
+  applicationKeysRoutes(api, services.applicationKeys)
   tenantRoutes(api, services.tenants, body)
   permissionsRoutes(api)
   tokenRoutes(api, services, body)

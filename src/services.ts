@@ -1,6 +1,7 @@
 import type { Logger } from 'pino'
 import { idempotencyService, type IdempotencyService } from './idempotency/service.js'
 import { applicationsService, type ApplicationsService } from './applications/service.js'
+import { applicationKeysService, type ApplicationKeysService } from './applications/keys-service.js'
 import { auditKeyring } from './audit/audit-keys.js'
 import { createAuditLog, type AuditLog } from './audit/audit-log.js'
 import { keyHasher, type KeyHasher } from './auth/api-keys.js'
@@ -39,6 +40,7 @@ export interface Services {
   hasher: KeyHasher
   authenticator: Authenticator
   applications: ApplicationsService
+  applicationKeys: ApplicationKeysService
   tenants: TenantsService
   limiter: RateLimiter
   tenantSettings: TenantSettingsCache
@@ -64,6 +66,7 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
   const authenticator = createAuthenticator({ bus, hasher, logger, lookups: [applicationLookup(store), sessionLookup(store)] })
   await authenticator.start()
   const applications = applicationsService({ store, hasher, authenticator })
+  const applicationKeys = applicationKeysService({ store, hasher, authenticator, applications })
   const tenantSettings = createTenantSettingsCache({ bus, load: (id) => store.tenants.findById(id) })
   await tenantSettings.start()
   const tenants = tenantsService({ store, hasher, settings: tenantSettings })
@@ -117,6 +120,7 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
     hasher,
     authenticator,
     applications,
+    applicationKeys,
     tenants,
     limiter,
     tenantSettings,
