@@ -29,11 +29,15 @@ import { ReactorSupervisor } from './reactors/supervisor.js'
 import { openVaultKeys, type VaultKeys } from './vault/vault-keys.js'
 import { createTenantSettingsCache, type TenantSettingsCache } from './tenants/settings-cache.js'
 import { createInvalidationBus, type InvalidationBus } from './cache/invalidation-bus.js'
+import { createMetrics, type Metrics } from './metrics/metrics.js'
+import { instrumentForwarder, instrumentLimiter, instrumentTokens } from './metrics/instrument.js'
 
 /** Everything a running Tessera holds open; `buildApp` wires HTTP onto it, `close` releases it. */
 export interface Services {
   config: Config
   logger: Logger
+  /** This process's metrics registry (served at /metrics when SVC_METRICS is not off). */
+  metrics: Metrics
   store: Store
   /** How every cache learns of changes, here and in the other processes. */
   bus: InvalidationBus
@@ -59,7 +63,8 @@ export interface Services {
 }
 
 export async function openServices(config: Config, logger: Logger, secrets: Pick<Secrets, 'masterKey' | 'keyHashSecret'>, dbOptions: OpenDatabaseOptions = {}): Promise<Services> {
-  const limiter = createRateLimiter({ config, logger })
+  const metrics = createMetrics()
+  const limiter = instrumentLimiter(createRateLimiter({ config, logger }), metrics)
   const store = await openStore(config, { logger, ...dbOptions })
   const bus = createInvalidationBus(store.db, logger)
   const hasher = keyHasher(secrets.keyHashSecret)
@@ -75,10 +80,10 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
   const keys = await openVaultKeys(store, secrets.masterKey, logger)
   const tokenCache = createTokenCache(bus)
   await tokenCache.start()
-  const tokens = tokenService(store, keys, tokenCache)
+  const tokens = instrumentTokens(tokenService(store, keys, tokenCache), metrics)
   const sessions = sessionsService({ store, hasher, authenticator })
 
-  const forwarder = createForwarder(config.proxy)
+  const forwarder = instrumentForwarder(createForwarder(config.proxy), metrics)
   const proxy = createEphemeralProxy({ forwarder, vault: tokens, config })
   // The runtime child starts on the first compile or invocation, not with the server.
   const supervisor = new ReactorSupervisor({
@@ -111,10 +116,18 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
   }, config.expirySweepSeconds * 1000)
   sweep.unref()
 
+  metrics.watch({
+    reactors: () => ({ ...supervisor.stats(), ...supervisor.load() }),
+    rateLimit: () => limiter.status(),
+    database: () => store.db.stats(),
+    audit: () => audit.stats(),
+  })
+
   let closed = false
   return {
     config,
     logger,
+    metrics,
     store,
     bus,
     hasher,
