@@ -117,7 +117,7 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
   sweep.unref()
 
   metrics.watch({
-    reactors: () => ({ ...supervisor.stats(), ...supervisor.load() }),
+    reactors: () => ({ ...supervisor.stats(), ...supervisor.load(), outcomes: supervisor.outcomeCounts() }),
     rateLimit: () => limiter.status(),
     database: () => store.db.stats(),
     audit: () => audit.stats(),

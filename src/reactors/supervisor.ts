@@ -33,9 +33,10 @@ export interface ReactorStats {
   coldStarts: number
   warmStarts: number
   restarts: number
-  /** Invocations by outcome: ok (an answer), error, timeout, rejected (no slot in time, or shutting down). */
-  outcomes: Record<'ok' | 'error' | 'timeout' | 'rejected', number>
 }
+
+/** Invocations by outcome: ok (an answer), error, timeout, rejected (no slot in time, or shutting down). */
+export type ReactorOutcomeCounts = Record<'ok' | 'error' | 'timeout' | 'rejected', number>
 
 /** What the runtime holds right now (see `load()`). */
 export interface ReactorLoad extends AdmissionStats {
@@ -77,7 +78,8 @@ export class ReactorSupervisor {
   private readonly bridges: HostBridges
   private readonly now: () => number
   private readonly admission: Admission
-  private readonly counters: ReactorStats = { coldStarts: 0, warmStarts: 0, restarts: 0, outcomes: { ok: 0, error: 0, timeout: 0, rejected: 0 } }
+  private readonly counters: ReactorStats = { coldStarts: 0, warmStarts: 0, restarts: 0 }
+  private readonly outcomes: ReactorOutcomeCounts = { ok: 0, error: 0, timeout: 0, rejected: 0 }
   private readonly sweeper: NodeJS.Timeout
   /** The child process calls go to (from its spawn on; `ready` says when it can take them). */
   private runtime: Runtime | undefined
@@ -119,10 +121,10 @@ export class ReactorSupervisor {
   async invoke(req: ReactorInvocation): Promise<ReactorOutcome> {
     try {
       const outcome = await this.run(req)
-      this.counters.outcomes.ok++
+      this.outcomes.ok++
       return outcome
     } catch (err) {
-      this.counters.outcomes[outcomeOf(err)]++
+      this.outcomes[outcomeOf(err)]++
       throw err
     }
   }
@@ -159,7 +161,11 @@ export class ReactorSupervisor {
   }
 
   stats(): ReactorStats {
-    return { ...this.counters, outcomes: { ...this.counters.outcomes } }
+    return { ...this.counters }
+  }
+
+  outcomeCounts(): ReactorOutcomeCounts {
+    return { ...this.outcomes }
   }
 
   load(): ReactorLoad {
@@ -327,7 +333,7 @@ function crashError(): AppError {
 }
 
 /** The outcome label of a failed invocation. */
-function outcomeOf(err: unknown): keyof ReactorStats['outcomes'] {
+function outcomeOf(err: unknown): keyof ReactorOutcomeCounts {
   const code = err instanceof AppError ? err.code : undefined
   if (code === 'reactor_timeout') return 'timeout'
   if (code === 'reactor_overloaded' || code === 'unavailable') return 'rejected'

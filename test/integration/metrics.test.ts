@@ -6,6 +6,7 @@ import { ConfigError, loadConfig } from '../../src/config/index.js'
 import { startMetricsServer } from '../../src/metrics/exposition.js'
 import { startTestApp, type TestApp } from '../helpers/app.js'
 import { appKey, card } from '../helpers/tokens.js'
+import { eventually } from '../helpers/wait.js'
 
 const OPERATOR_KEY = `operator-${randomBytes(24).toString('hex')}`
 
@@ -78,6 +79,12 @@ t.test('GET /metrics behind the operator key, after traffic of every kind', asyn
     for (const [what, value] of Object.entries(secrets)) t.notOk(text.includes(value), `no ${what}`)
   })
 
+  t.test('runtime child restarts are counted', async (t) => {
+    process.kill(app.services.supervisor.pid!, 'SIGKILL')
+    const restarted = await eventually(() => scrape(app), (text) => sample(text, 'tessera_runtime_restarts_total')! >= 1, 15_000)
+    t.equal(sample(restarted, 'tessera_runtime_restarts_total'), 1)
+  })
+
   t.test('the operator key is required', async (t) => {
     t.equal((await app.request('GET', '/metrics', { key: null })).status, 401)
     t.equal((await app.request('GET', '/metrics', { key: `${OPERATOR_KEY}x` })).status, 401)
@@ -85,6 +92,29 @@ t.test('GET /metrics behind the operator key, after traffic of every kind', asyn
     t.equal(wrong.status, 401, 'an Application key is not the operator key')
     t.match(wrong.headers.get('content-type'), /problem\+json/)
   })
+})
+
+t.test('waits on the database that fail are counted', async (t) => {
+  // One connection, held by a transaction: the next query cannot get one within the acquire bound.
+  const app = await startTestApp(t, { SVC_METRICS: 'operator', SVC_OPERATOR_KEY: OPERATOR_KEY, SVC_DB_POOL_MAX: '1', SVC_DB_ACQUIRE_TIMEOUT_MS: '100' })
+  const { knex } = app.services.store.db
+  let release!: () => void
+  const held = new Promise<void>((resolve) => (release = resolve))
+  let started!: () => void
+  const holding = new Promise<void>((resolve) => (started = resolve))
+  const trx = knex.transaction(async (trx) => {
+    await trx.raw('select 1')
+    started()
+    await held
+  })
+  await holding
+  const failed = await knex.raw('select 1').then(() => undefined, (err: unknown) => err as { status?: number })
+  t.equal(failed?.status, 503, 'the wait is bounded')
+  release()
+  await trx
+  const text = await scrape(app)
+  t.ok(sample(text, 'tessera_db_unavailable_total', { phase: 'acquire' })! >= 1, 'acquire time-out counted')
+  t.ok(sample(text, 'tessera_db_pool_connections', { state: 'pending' }) !== undefined)
 })
 
 t.test('SVC_METRICS=off (the default): no /metrics on the API port', async (t) => {
