@@ -25,10 +25,7 @@ export async function holdsKey(store: Store, app: ApplicationRecord, keyHash: st
 /** Finds the Application that owns a key hash: its own key, or one of its extra keys. */
 export function applicationLookup(store: Store): PrincipalLookup {
   return async (keyHash) => {
-    const own = await store.applications.findByKeyHash(keyHash)
-    if (own) return applicationPrincipal(own)
-    const extra = await store.applicationKeys.findByKeyHash(keyHash)
-    const app = extra && (await store.applications.findById(extra.tenant_id, extra.application_id))
+    const app = await store.applications.findByKeyHash(keyHash)
     return app ? applicationPrincipal(app, keyHash) : undefined
   }
 }

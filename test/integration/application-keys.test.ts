@@ -12,10 +12,12 @@ async function createApp(app: TestApp, body: Record<string, unknown>, key?: stri
   return res.body as { id: string; key: string }
 }
 
+// One app for the single-process checks (each uses Applications of its own): PGlite boots are slow.
+const app = await startTestApp(t)
+
 const reader = { type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:read'] }] }
 
 t.test('extra Application keys: create, use, list, get, delete', async (t) => {
-  const app = await startTestApp(t)
   const writer = await appKey(app, { type: 'private', permissions: ['token:create'] })
   const token = (await app.request('POST', '/tokens', { key: writer, body: { type: 'card', data: card() } })).body.id as string
   const target = await createApp(app, reader)
@@ -48,7 +50,6 @@ t.test('extra Application keys: create, use, list, get, delete', async (t) => {
 })
 
 t.test('an idempotent replay of a key create never hands the key out again', async (t) => {
-  const app = await startTestApp(t)
   const target = await createApp(app, reader)
   const headers = { 'SVC-IDEMPOTENCY-KEY': 'mint-1' }
   const first = await app.request('POST', `/applications/${target.id}/keys`, { headers })
@@ -63,7 +64,6 @@ t.test('an idempotent replay of a key create never hands the key out again', asy
 })
 
 t.test('bad and foreign ids are 404 problems', async (t) => {
-  const app = await startTestApp(t)
   const target = await createApp(app, reader)
   const other = await createApp(app, reader)
   const otherKey = (await app.request('POST', `/applications/${other.id}/keys`)).body.id as string
@@ -88,7 +88,6 @@ t.test('bad and foreign ids are 404 problems', async (t) => {
 })
 
 t.test('at most 10 extra keys per Application: 409', async (t) => {
-  const app = await startTestApp(t)
   const target = await createApp(app, reader)
   const made = await Promise.all(Array.from({ length: 12 }, () => app.request('POST', `/applications/${target.id}/keys`)))
   t.equal(made.filter((r) => r.status === 201).length, 10, 'concurrent creates never pass the cap')
@@ -101,7 +100,6 @@ t.test('at most 10 extra keys per Application: 409', async (t) => {
 })
 
 t.test('authorized like regenerate: no key for an Application the caller could not regenerate', async (t) => {
-  const app = await startTestApp(t)
   const broad = await createApp(app, reader)
   const broadKey = (await app.request('POST', `/applications/${broad.id}/keys`)).body.id as string
   const narrowRules = [{ priority: 1, container: '/general/', transform: 'mask', permissions: ['token:read'] }]
@@ -122,7 +120,6 @@ t.test('authorized like regenerate: no key for an Application the caller could n
 })
 
 t.test('deleting a key ends the sessions created or authorized with it', async (t) => {
-  const app = await startTestApp(t)
   const writer = await appKey(app, { type: 'private', permissions: ['token:create'] })
   const token = (await app.request('POST', '/tokens', { key: writer, body: { type: 'card', data: card() } })).body.id as string
   const authorizer = await createApp(app, reader)
@@ -155,7 +152,6 @@ t.test('a deleted key is refused by a second process', { skip: process.env.DATAB
 })
 
 t.test('the node SDK: applicationKeys create, list, get, delete', async (t) => {
-  const app = await startTestApp(t)
   const target = await createApp(app, reader)
   const sdk = new BasisTheoryClient({ baseUrl: app.url, headers: { 'SVC-API-KEY': app.adminKey }, maxRetries: 0, timeoutInSeconds: 10 })
   const created = await sdk.applicationKeys.create(target.id)

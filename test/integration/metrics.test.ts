@@ -117,14 +117,9 @@ t.test('waits on the database that fail are counted', async (t) => {
   t.ok(sample(text, 'tessera_db_pool_connections', { state: 'pending' }) !== undefined)
 })
 
-t.test('SVC_METRICS=off (the default): no /metrics on the API port', async (t) => {
-  const app = await startTestApp(t, { SVC_OPERATOR_KEY: OPERATOR_KEY })
-  t.equal((await app.request('GET', '/metrics', { key: OPERATOR_KEY })).status, 404)
-})
-
 t.test('SVC_METRICS=port: /metrics on a listener of its own', async (t) => {
-  const app = await startTestApp(t, { SVC_METRICS: 'port' })
-  t.equal((await app.request('GET', '/metrics', { key: null })).status, 404, 'not on the API port')
+  const app = await startTestApp(t, { SVC_METRICS: 'port', SVC_OPERATOR_KEY: OPERATOR_KEY })
+  t.equal((await app.request('GET', '/metrics', { key: OPERATOR_KEY })).status, 404, 'not on the API port (nor with off, the default)')
   const server = await startMetricsServer(app.services.metrics, '127.0.0.1', 0, app.services.logger)
   t.teardown(() => new Promise((resolve) => server.close(resolve)))
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
