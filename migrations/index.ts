@@ -6,6 +6,7 @@ import * as proxies from './20261122000300_proxies.js'
 import * as authorization from './20261124000000_authorization.js'
 import * as idempotency from './20261125000000_idempotency.js'
 import * as audit from './20261125000000_audit.js'
+import * as applicationKeys from './20261126000000_application_keys.js'
 
 interface Migration {
   up(knex: Knex): Promise<void>
@@ -21,6 +22,7 @@ const migrations: Record<string, Migration> = {
   '20261124000000_authorization': authorization,
   '20261125000000_idempotency': idempotency,
   '20261125000000_audit': audit,
+  '20261126000000_application_keys': applicationKeys,
 }
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -11,10 +11,12 @@ import { rateLimitMiddleware } from './http/middleware/rate-limit.js'
 import { requestId } from './http/middleware/request-id.js'
 import { textGuard } from './http/middleware/text-guard.js'
 import { applicationsRoutes } from './http/routes/applications.js'
+import { applicationKeysRoutes } from './http/routes/application-keys.js'
 import { bodyParsers } from './http/routes/body-parsers.js'
 import { docsRoutes } from './http/routes/docs.js'
 import { healthRoutes, singleFlight } from './http/routes/health.js'
 import { Drain } from './http/drain.js'
+import { httpMetrics } from './metrics/http-metrics.js'
 import { logsRoutes } from './http/routes/logs.js'
 import { permissionsRoutes } from './http/routes/permissions.js'
 import { proxiesRoutes } from './http/routes/proxies.js'
@@ -24,6 +26,7 @@ import { tokenRoutes } from './http/routes/tokens.js'
 import { tokenV2Routes } from './http/routes/tokens-v2.js'
 import { proxyRoute } from './http/routes/proxy.js'
 import { operatorRoutes, tenantRoutes } from './http/routes/tenants.js'
+import { metricsRoute } from './http/routes/metrics.js'
 import type { Services } from './services.js'
 
 /**
@@ -37,6 +40,7 @@ export function buildApp(services: Services, drain = new Drain()): Koa<AppState>
   app.silent = true
 
   app.use(requestId())
+  app.use(httpMetrics(services.metrics))
   app.use(accessLog(logger, drain))
   app.use(errorHandler(logger))
   app.use(auditRequests(services.audit, config.rateLimit.trustedProxies))
@@ -67,6 +71,7 @@ export function buildRouters(services: Services, drain = new Drain()): Router<Ap
     { name: 'audit', check: async () => { if (services.audit.stats().failing) throw new Error('audit writes failing'); return 'ok' } },
   ], config.readyTimeoutMs)
   operatorRoutes(open, services.tenants, config.operatorKey, body)
+  if (config.metrics.mode === 'operator') metricsRoute(open, services.metrics, config.operatorKey)
   docsRoutes(open)
 
   const api = new Router<AppState>()
@@ -74,6 +79,7 @@ export function buildRouters(services: Services, drain = new Drain()): Router<Ap
   // The react route takes larger bodies than the rest; its own parser still applies its limit.
   api.use(idempotency(services.idempotency, Math.max(config.bodyLimitBytes, config.reactors.payloadMaxBytes), logger))
   applicationsRoutes(api, services.applications, body)
+  applicationKeysRoutes(api, services.applicationKeys)
   tenantRoutes(api, services.tenants, body)
   permissionsRoutes(api)
   tokenRoutes(api, services, body)

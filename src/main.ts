@@ -5,6 +5,7 @@ import { resolveSecrets } from './config/secrets.js'
 import { createLogger } from './logger.js'
 import { Drain } from './http/drain.js'
 import { openServices } from './services.js'
+import { startMetricsServer } from './metrics/exposition.js'
 import { drainAndExit, trackConnections } from './shutdown.js'
 
 /** loadConfig -> open stores -> buildApp -> listen -> graceful close on SIGTERM/SIGINT. */
@@ -36,6 +37,12 @@ async function main(): Promise<void> {
   await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve))
   const address = server.address()
   logger.info({ address }, 'tessera listening')
+  if (config.metrics.mode === 'port') {
+    // Dies with the process; a scrape during the drain still answers.
+    const metricsServer = await startMetricsServer(services.metrics, config.metrics.host, config.metrics.port, logger)
+    metricsServer.unref()
+    logger.info({ address: metricsServer.address() }, 'metrics listening')
+  }
 
   const stop = (signal: string) => {
     if (drain.draining) return

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino'
 import { idempotencyService, type IdempotencyService } from './idempotency/service.js'
 import { applicationsService, type ApplicationsService } from './applications/service.js'
+import { applicationKeysService, type ApplicationKeysService } from './applications/keys-service.js'
 import { auditKeyring } from './audit/audit-keys.js'
 import { createAuditLog, type AuditLog } from './audit/audit-log.js'
 import { keyHasher, type KeyHasher } from './auth/api-keys.js'
@@ -28,17 +29,22 @@ import { ReactorSupervisor } from './reactors/supervisor.js'
 import { openVaultKeys, type VaultKeys } from './vault/vault-keys.js'
 import { createTenantSettingsCache, type TenantSettingsCache } from './tenants/settings-cache.js'
 import { createInvalidationBus, type InvalidationBus } from './cache/invalidation-bus.js'
+import { createMetrics, type Metrics } from './metrics/metrics.js'
+import { instrumentForwarder, instrumentLimiter, instrumentTokens } from './metrics/instrument.js'
 
 /** Everything a running Tessera holds open; `buildApp` wires HTTP onto it, `close` releases it. */
 export interface Services {
   config: Config
   logger: Logger
+  /** This process's metrics registry (served at /metrics when SVC_METRICS is not off). */
+  metrics: Metrics
   store: Store
   /** How every cache learns of changes, here and in the other processes. */
   bus: InvalidationBus
   hasher: KeyHasher
   authenticator: Authenticator
   applications: ApplicationsService
+  applicationKeys: ApplicationKeysService
   tenants: TenantsService
   limiter: RateLimiter
   tenantSettings: TenantSettingsCache
@@ -57,13 +63,15 @@ export interface Services {
 }
 
 export async function openServices(config: Config, logger: Logger, secrets: Pick<Secrets, 'masterKey' | 'keyHashSecret'>, dbOptions: OpenDatabaseOptions = {}): Promise<Services> {
-  const limiter = createRateLimiter({ config, logger })
+  const metrics = createMetrics()
+  const limiter = instrumentLimiter(createRateLimiter({ config, logger }), metrics)
   const store = await openStore(config, { logger, ...dbOptions })
   const bus = createInvalidationBus(store.db, logger)
   const hasher = keyHasher(secrets.keyHashSecret)
   const authenticator = createAuthenticator({ bus, hasher, logger, lookups: [applicationLookup(store), sessionLookup(store)] })
   await authenticator.start()
   const applications = applicationsService({ store, hasher, authenticator })
+  const applicationKeys = applicationKeysService({ store, hasher, authenticator, applications })
   const tenantSettings = createTenantSettingsCache({ bus, load: (id) => store.tenants.findById(id) })
   await tenantSettings.start()
   const tenants = tenantsService({ store, hasher, settings: tenantSettings })
@@ -72,10 +80,10 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
   const keys = await openVaultKeys(store, secrets.masterKey, logger)
   const tokenCache = createTokenCache(bus)
   await tokenCache.start()
-  const tokens = tokenService(store, keys, tokenCache)
+  const tokens = instrumentTokens(tokenService(store, keys, tokenCache), metrics)
   const sessions = sessionsService({ store, hasher, authenticator })
 
-  const forwarder = createForwarder(config.proxy)
+  const forwarder = instrumentForwarder(createForwarder(config.proxy), metrics)
   const proxy = createEphemeralProxy({ forwarder, vault: tokens, config })
   // The runtime child starts on the first compile or invocation, not with the server.
   const supervisor = new ReactorSupervisor({
@@ -108,15 +116,24 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
   }, config.expirySweepSeconds * 1000)
   sweep.unref()
 
+  metrics.watch({
+    reactors: () => ({ ...supervisor.stats(), ...supervisor.load(), outcomes: supervisor.outcomeCounts() }),
+    rateLimit: () => limiter.status(),
+    database: () => store.db.stats(),
+    audit: () => audit.stats(),
+  })
+
   let closed = false
   return {
     config,
     logger,
+    metrics,
     store,
     bus,
     hasher,
     authenticator,
     applications,
+    applicationKeys,
     tenants,
     limiter,
     tenantSettings,

@@ -48,8 +48,8 @@ export function applicationsService(deps: ApplicationsDeps) {
    * Every process drops the Application's key and the keys of the sessions it created or
    * authorized (they reload bounded by its current grants, or end): the same NOTIFY as keys.
    */
-  async function invalidate(keyHash: string, sessionKeyHashes: readonly string[]): Promise<void> {
-    await authenticator.invalidateKey(keyHash)
+  async function invalidate(keyHashes: string | readonly string[], sessionKeyHashes: readonly string[]): Promise<void> {
+    for (const hash of typeof keyHashes === 'string' ? [keyHashes] : keyHashes) await authenticator.invalidateKey(hash)
     for (const hash of sessionKeyHashes) await authenticator.invalidateKey(hash)
   }
 
@@ -105,7 +105,8 @@ export function applicationsService(deps: ApplicationsDeps) {
       })
       if (!result) throw new AppError('not_found', { detail: 'No Application with this id.' })
       // Cached principals carry the old grants, the sessions it authorized the old bound.
-      await invalidate(result.updated.key_hash, await store.sessions.keyHashesOf(caller.tenantId, id))
+      const keyHashes = [result.updated.key_hash, ...(await store.applicationKeys.hashesOf(caller.tenantId, id))]
+      await invalidate(keyHashes, await store.sessions.keyHashesOf(caller.tenantId, id))
       return result.updated
     },
 
@@ -125,17 +126,19 @@ export function applicationsService(deps: ApplicationsDeps) {
 
     async deleteApplication(caller: Principal, id: string): Promise<void> {
       authorizeApplicationChange(caller, await find(caller.tenantId, id))
-      const { keyHash, sessions } = await store.transaction(async (trx) => ({
+      const { keyHash, extraKeys, sessions } = await store.transaction(async (trx) => ({
         sessions: await store.sessions.deleteOf(caller.tenantId, id, trx),
+        // Deleted with the Application (foreign key cascade).
+        extraKeys: await store.applicationKeys.hashesOf(caller.tenantId, id, trx),
         keyHash: await store.applications.delete(caller.tenantId, id, trx),
       }))
       if (!keyHash) throw new AppError('not_found', { detail: 'No Application with this id.' })
-      await invalidate(keyHash, sessions)
+      await invalidate([keyHash, ...extraKeys], sessions)
     },
 
     /**
-     * Deletes Applications past `expires_at` and their sessions. Both already fail from that
-     * instant (authentication and every decision check expiry); the sweep reclaims rows.
+     * Deletes Applications past `expires_at` (their extra keys with them) and their sessions. All
+     * already fail from that instant (authentication and every decision check expiry); the sweep reclaims rows.
      */
     async sweepExpired(now = new Date()): Promise<number> {
       const expired = await store.applications.deleteExpired(now)

@@ -48,6 +48,8 @@ export interface Config {
     /** false: a separate role prunes with `npm run audit-prune`, so the service's role needs no DELETE. */
     pruneInService: boolean
   }
+  /** Where `GET /metrics` is served: nowhere, on a port of its own, or on the API port behind the operator key. */
+  metrics: { mode: 'off' | 'port' | 'operator'; port: number; host: string }
   proxy: { timeoutMs: number; allowHttp: boolean; allowPrivate: boolean }
   expressions: { maxTokens: number }
   reactors: {
@@ -133,6 +135,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maintenanceSeconds: r.SVC_AUDIT_MAINTENANCE_SECONDS,
       pruneInService: r.SVC_AUDIT_PRUNE_IN_SERVICE,
     },
+    metrics: { mode: r.SVC_METRICS as Config['metrics']['mode'], port: r.SVC_METRICS_PORT, host: r.SVC_METRICS_HOST },
     proxy: { timeoutMs: r.SVC_PROXY_TIMEOUT_MS, allowHttp: r.SVC_PROXY_ALLOW_HTTP, allowPrivate: r.SVC_PROXY_ALLOW_PRIVATE },
     expressions: { maxTokens: r.SVC_MAX_EXPRESSION_TOKENS },
     reactors: {
@@ -175,7 +178,7 @@ function orderingProblems(r: RawConfig): string[] {
     [['SVC_REACTOR_QUEUE_PER_TENANT', r.SVC_REACTOR_QUEUE_PER_TENANT], ['SVC_REACTOR_QUEUE_TOTAL', r.SVC_REACTOR_QUEUE_TOTAL]],
     [['SVC_REACTOR_HOT_CONCURRENCY', r.SVC_REACTOR_HOT_CONCURRENCY], ['SVC_REACTOR_WARM_PER_REACTOR', r.SVC_REACTOR_WARM_PER_REACTOR], ['SVC_REACTOR_WARM_TOTAL', r.SVC_REACTOR_WARM_TOTAL]],
   ]
-  const problems: string[] = []
+  const problems: string[] = metricsProblems(r)
   for (const chain of chains) {
     for (let i = 1; i < chain.length; i++) {
       const [lowName, low] = chain[i - 1]!
@@ -184,6 +187,13 @@ function orderingProblems(r: RawConfig): string[] {
     }
   }
   return problems
+}
+
+/** `/metrics` behind the operator key needs that key; on its own port, not the API's. */
+function metricsProblems(r: RawConfig): string[] {
+  if (r.SVC_METRICS === 'operator' && !r.SVC_OPERATOR_KEY) return ['SVC_METRICS=operator needs SVC_OPERATOR_KEY']
+  if (r.SVC_METRICS === 'port' && r.SVC_METRICS_PORT !== 0 && r.SVC_METRICS_PORT === r.PORT) return [`SVC_METRICS_PORT (${r.SVC_METRICS_PORT}) must differ from PORT`]
+  return []
 }
 
 function parseRate(value: string): RateRule {

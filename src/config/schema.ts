@@ -69,6 +69,10 @@ export const configSchema = Type.Object(
     SVC_AUDIT_CHECKPOINT_EVERY: positiveInt(1, 10_000_000, 10_000),
     SVC_AUDIT_MAINTENANCE_SECONDS: positiveInt(1, 86_400, 3600),
     SVC_AUDIT_PRUNE_IN_SERVICE: Type.Boolean({ default: true }),
+    // off: no /metrics; port: on SVC_METRICS_HOST:SVC_METRICS_PORT without a key; operator: on the API port with SVC_OPERATOR_KEY.
+    SVC_METRICS: Type.Union(['off', 'port', 'operator'].map((m) => Type.Literal(m)), { default: 'off' }),
+    SVC_METRICS_PORT: positiveInt(0, 65535, 9464),
+    SVC_METRICS_HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
   },
   { additionalProperties: true },
 )

@@ -35,6 +35,9 @@ export interface ReactorStats {
   restarts: number
 }
 
+/** Invocations by outcome: ok (an answer), error, timeout, rejected (no slot in time, or shutting down). */
+export type ReactorOutcomeCounts = Record<'ok' | 'error' | 'timeout' | 'rejected', number>
+
 /** What the runtime holds right now (see `load()`). */
 export interface ReactorLoad extends AdmissionStats {
   /** Warm isolates kept, in all. */
@@ -76,6 +79,7 @@ export class ReactorSupervisor {
   private readonly now: () => number
   private readonly admission: Admission
   private readonly counters: ReactorStats = { coldStarts: 0, warmStarts: 0, restarts: 0 }
+  private readonly outcomes: ReactorOutcomeCounts = { ok: 0, error: 0, timeout: 0, rejected: 0 }
   private readonly sweeper: NodeJS.Timeout
   /** The child process calls go to (from its spawn on; `ready` says when it can take them). */
   private runtime: Runtime | undefined
@@ -115,6 +119,17 @@ export class ReactorSupervisor {
    * does not: that wait is bounded by the start time-out, and the call gets its full time.)
    */
   async invoke(req: ReactorInvocation): Promise<ReactorOutcome> {
+    try {
+      const outcome = await this.run(req)
+      this.outcomes.ok++
+      return outcome
+    } catch (err) {
+      this.outcomes[outcomeOf(err)]++
+      throw err
+    }
+  }
+
+  private async run(req: ReactorInvocation): Promise<ReactorOutcome> {
     const input = this.encodeInput(req)
     const queuedAt = Date.now()
     const { timeoutMs } = this.config
@@ -147,6 +162,10 @@ export class ReactorSupervisor {
 
   stats(): ReactorStats {
     return { ...this.counters }
+  }
+
+  outcomeCounts(): ReactorOutcomeCounts {
+    return { ...this.outcomes }
   }
 
   load(): ReactorLoad {
@@ -311,4 +330,12 @@ function timeoutError(timeoutMs: number): AppError {
 
 function crashError(): AppError {
   return new AppError('reactor_error', { detail: 'The Reactor runtime stopped during the call (a Reactor may have exhausted its memory).' })
+}
+
+/** The outcome label of a failed invocation. */
+function outcomeOf(err: unknown): keyof ReactorOutcomeCounts {
+  const code = err instanceof AppError ? err.code : undefined
+  if (code === 'reactor_timeout') return 'timeout'
+  if (code === 'reactor_overloaded' || code === 'unavailable') return 'rejected'
+  return 'error'
 }

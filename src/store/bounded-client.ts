@@ -8,6 +8,18 @@ const ClientPg = require('knex/lib/dialects/postgres/index.js') as typeof Knex.C
 
 type ClientClass = typeof Knex.Client
 
+/** Availability failures counted per database (for metrics), by where they happened. */
+export interface UnavailableCounts {
+  acquire: number
+  query: number
+}
+
+/** The counts live in the knex config, which transaction clients share with their parent. */
+function countUnavailable(client: unknown, phase: keyof UnavailableCounts): void {
+  const counts = (client as { config?: { unavailable?: UnavailableCounts } }).config?.unavailable
+  if (counts) counts[phase] += 1
+}
+
 interface RawConnection {
   __knexTxId?: string
   __knex__disposed?: unknown
@@ -27,6 +39,7 @@ function bounded(Base: ClientClass, disposable: boolean): ClientClass {
         return await super.acquireConnection()
       } catch (err) {
         // Whatever kept us from a connection (time-out, refused, reset while connecting), nothing was sent.
+        countUnavailable(this, 'acquire')
         throw unavailableError(err, false)
       }
     }
@@ -37,6 +50,7 @@ function bounded(Base: ClientClass, disposable: boolean): ClientClass {
       } catch (err) {
         const failure = classifyFailure(err)
         if (failure === undefined) throw err
+        countUnavailable(this, 'query')
         if (failure === 'client' && disposable) dispose(connection, err)
         throw unavailableError(err, failure === 'client' && mayHaveWritten(connection, obj))
       }

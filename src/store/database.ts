@@ -5,7 +5,7 @@ import pg from 'pg'
 import type { Logger } from 'pino'
 import type { Config } from '../config/index.js'
 import { migrationSource } from '../../migrations/index.js'
-import { BoundedPg, BoundedPgLite } from './bounded-client.js'
+import { BoundedPg, BoundedPgLite, type UnavailableCounts } from './bounded-client.js'
 import { Listener, type ListenerState } from './listener.js'
 
 export type DatabaseKind = 'postgres' | 'pglite'
@@ -25,7 +25,31 @@ export interface Database {
   onListenerState(handler: (state: ListenerState) => void): void
   /** Rejects when the database does not answer within the statement bound. */
   ping(): Promise<void>
+  /** Pool use now, and availability failures so far (for metrics). */
+  stats(): DatabaseStats
   close(): Promise<void>
+}
+
+export interface DatabaseStats {
+  used: number
+  free: number
+  /** Callers waiting for a connection. */
+  pending: number
+  unavailable: Readonly<UnavailableCounts>
+}
+
+interface TarnPool {
+  numUsed(): number
+  numFree(): number
+  numPendingAcquires(): number
+}
+
+/** Where the bounded client finds the counts (knex keeps its config, and transactions share it). */
+const countsIn = (unavailable: UnavailableCounts) => ({ unavailable }) as Partial<Knex.Config>
+
+function poolStats(knex: Knex, unavailable: UnavailableCounts): DatabaseStats {
+  const pool = (knex.client as { pool?: TarnPool }).pool
+  return { used: pool?.numUsed() ?? 0, free: pool?.numFree() ?? 0, pending: pool?.numPendingAcquires() ?? 0, unavailable: { ...unavailable } }
 }
 
 export interface OpenDatabaseOptions {
@@ -93,7 +117,9 @@ async function migratePostgres(url: string, schema: string | undefined): Promise
 
 function openPostgres(config: Config, url: string, options: OpenDatabaseOptions): Database {
   const { statementTimeoutMs, acquireTimeoutMs, poolMax, listenerBackoffMaxMs } = config.database
+  const unavailable: UnavailableCounts = { acquire: 0, query: 0 }
   const knex = knexFactory({
+    ...countsIn(unavailable),
     client: BoundedPg,
     connection: {
       connectionString: url,
@@ -119,6 +145,7 @@ function openPostgres(config: Config, url: string, options: OpenDatabaseOptions)
     async ping() {
       await knex.raw('select 1')
     },
+    stats: () => poolStats(knex, unavailable),
     async close() {
       await listener.close()
       await knex.destroy()
@@ -134,7 +161,8 @@ function openPglite(config: Config, options: OpenDatabaseOptions): Database {
     connection = { filename }
   }
   // One connection (PGlite is single-user): the acquire bound is what keeps a queue of requests bounded.
-  const knex = knexFactory({ client: BoundedPgLite, dialect: 'postgres', connection, acquireConnectionTimeout: config.database.acquireTimeoutMs, log: knexLog(options.logger) })
+  const unavailable: UnavailableCounts = { acquire: 0, query: 0 }
+  const knex = knexFactory({ ...countsIn(unavailable), client: BoundedPgLite, dialect: 'postgres', connection, acquireConnectionTimeout: config.database.acquireTimeoutMs, log: knexLog(options.logger) })
   return {
     knex,
     kind: 'pglite',
@@ -144,6 +172,7 @@ function openPglite(config: Config, options: OpenDatabaseOptions): Database {
     async ping() {
       await knex.raw('select 1')
     },
+    stats: () => poolStats(knex, unavailable),
     async close() {
       await knex.destroy()
     },

@@ -2,6 +2,7 @@ import type { Knex } from 'knex'
 import { openDatabase, type Database, type OpenDatabaseOptions } from './database.js'
 export { openDatabase, runMigrations, migrationStatus, type MigrationStatus } from './database.js'
 import { applicationsRepository } from './repositories/applications.js'
+import { applicationKeysRepository } from './repositories/application-keys.js'
 import { idempotencyRepository } from './repositories/idempotency.js'
 import { auditRepository } from './repositories/audit.js'
 import { metaRepository } from './repositories/meta.js'
@@ -16,6 +17,7 @@ export interface Store {
   db: Database
   tenants: ReturnType<typeof tenantsRepository>
   applications: ReturnType<typeof applicationsRepository>
+  applicationKeys: ReturnType<typeof applicationKeysRepository>
   meta: ReturnType<typeof metaRepository>
   tokens: ReturnType<typeof tokensRepository>
   sessions: ReturnType<typeof sessionsRepository>
@@ -33,6 +35,7 @@ export async function openStore(config: Config, options: OpenDatabaseOptions = {
     db,
     tenants: tenantsRepository(db.knex),
     applications: applicationsRepository(db.knex),
+    applicationKeys: applicationKeysRepository(db.knex),
     meta: metaRepository(db.knex),
     tokens: tokensRepository(db.knex),
     sessions: sessionsRepository(db.knex),
@@ -46,6 +49,7 @@ export async function openStore(config: Config, options: OpenDatabaseOptions = {
 
 export type { Database } from './database.js'
 export type { ApplicationRecord, ApplicationType, ApplicationFilter, Page } from './repositories/applications.js'
+export type { ApplicationKeyRecord } from './repositories/application-keys.js'
 export type { Tenant, TenantSettings } from './repositories/tenants.js'
 export { defaultTenantSettings } from './repositories/tenants.js'
 export type { AccessRuleRecord } from './repositories/types.js'

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { validatePermissions, validateRules } from '../auth/access-rules.js'
 import { generateApiKey, newApiKey, type KeyHasher } from '../auth/api-keys.js'
-import { applicationPrincipal } from '../auth/application-lookup.js'
+import { applicationPrincipal, holdsKey } from '../auth/application-lookup.js'
 import type { Authenticator } from '../auth/authenticator.js'
 import { authorizeGrant, authorizeSessionStep } from '../auth/policies.js'
 import type { Principal, PrincipalLookup } from '../auth/principal.js'
@@ -90,14 +90,14 @@ export type SessionsService = ReturnType<typeof sessionsService>
 
 /**
  * A session key as a principal, tied to the Applications behind it: it stops when either is
- * deleted, expires or has its key regenerated (the key it was created or authorized with is no
- * longer theirs), and it acts within its authorizer's current grants. The Applications service
+ * deleted, expires, has its key regenerated or the extra key deleted (the key it was created or
+ * authorized with is no longer theirs), and it acts within its authorizer's current grants. The Applications service
  * invalidates the session keys of an Application it changes, so this holds on every process at once.
  */
 export function sessionLookup(store: Store): PrincipalLookup {
   const current = async (tenantId: string, id: string | null, keyHash: string | null) => {
     const app = id === null ? undefined : await store.applications.findById(tenantId, id)
-    return app !== undefined && app.key_hash === keyHash ? applicationPrincipal(app) : undefined
+    return app !== undefined && (await holdsKey(store, app, keyHash)) ? applicationPrincipal(app, keyHash ?? undefined) : undefined
   }
   return async (keyHash) => {
     const s = await store.sessions.findByKeyHash(keyHash)

@@ -33,7 +33,8 @@ export function tenantRoutes(router: AppRouter, service: TenantsService, body: B
   })
 }
 
-function requireOperator(operatorKey: string | undefined): Middleware<AppState> {
+/** The operator key in SVC-API-KEY (compared in constant time); without SVC_OPERATOR_KEY the route is 404. */
+export function requireOperator(operatorKey: string | undefined): Middleware<AppState> {
   const expected = operatorKey ? Buffer.from(operatorKey) : undefined
   return async (ctx, next) => {
     // Without SVC_OPERATOR_KEY the route does not exist.

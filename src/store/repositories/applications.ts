@@ -40,8 +40,12 @@ export function applicationsRepository(knex: Knex) {
     async findById(tenantId: string, id: string): Promise<ApplicationRecord | undefined> {
       return table().where({ tenant_id: tenantId, id }).first()
     },
+    /** The Application holding a key: its own (`key_hash`) or one of its extra keys; one query either way. */
     async findByKeyHash(keyHash: string): Promise<ApplicationRecord | undefined> {
-      return table().where({ key_hash: keyHash }).first()
+      return table()
+        .where({ key_hash: keyHash })
+        .orWhereIn('id', knex('application_keys').select('application_id').where({ key_hash: keyHash }))
+        .first()
     },
     async list(tenantId: string, filter: ApplicationFilter, page: number, size: number): Promise<Page<ApplicationRecord>> {
       const base = table().where({ tenant_id: tenantId })

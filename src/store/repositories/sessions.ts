@@ -57,6 +57,15 @@ export function sessionsRepository(knex: Knex) {
       const rows = await ofApplication(trx, tenantId, applicationId).delete().returning(['key_hash'])
       return (rows as { key_hash: string }[]).map((r) => r.key_hash)
     },
+    /** Ends the sessions created or authorized with one key; returns their key hashes. */
+    async deleteOfKey(tenantId: string, keyHash: string, trx: Knex = knex): Promise<string[]> {
+      const rows = await trx('sessions')
+        .where({ tenant_id: tenantId })
+        .where((q) => q.where('created_by_key_hash', keyHash).orWhere('authorized_by_key_hash', keyHash))
+        .delete()
+        .returning(['key_hash'])
+      return (rows as { key_hash: string }[]).map((r) => r.key_hash)
+    },
     async deleteExpired(now: Date): Promise<string[]> {
       const rows = await knex('sessions').where('expires_at', '<=', now).delete().returning(['key_hash'])
       return (rows as { key_hash: string }[]).map((r) => r.key_hash)

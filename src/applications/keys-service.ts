@@ -1,0 +1,71 @@
+import { randomUUID } from 'node:crypto'
+import { newApiKey, type KeyHasher } from '../auth/api-keys.js'
+import type { Authenticator } from '../auth/authenticator.js'
+import { authorizeApplicationChange } from '../auth/policies.js'
+import type { Principal } from '../auth/principal.js'
+import { AppError } from '../errors/index.js'
+import type { ApplicationKeyRecord, Store } from '../store/index.js'
+import type { ApplicationsService } from './service.js'
+
+/** Extra keys an Application may hold beside its own (the one create and regenerate issue). */
+export const MAX_APPLICATION_KEYS = 10
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+export interface KeyWithSecret {
+  record: ApplicationKeyRecord
+  key: string
+}
+
+/**
+ * Several live keys per Application, for rotation without downtime: create a key, move the
+ * clients to it, delete the old one. Minting or deleting a key is authorized exactly like
+ * regenerate (the caller's grants must cover the Application's), since a key is its grants.
+ */
+export function applicationKeysService(deps: { store: Store; hasher: KeyHasher; authenticator: Authenticator; applications: ApplicationsService }) {
+  const { store, hasher, authenticator, applications } = deps
+
+  const notFound = () => new AppError('not_found', { detail: 'No key with this id on this Application.' })
+
+  return {
+    async createKey(caller: Principal, applicationId: string): Promise<KeyWithSecret> {
+      const app = await applications.getApplication(caller.tenantId, applicationId)
+      authorizeApplicationChange(caller, app)
+      const key = newApiKey(app.type)
+      const record: ApplicationKeyRecord = { id: randomUUID(), tenant_id: caller.tenantId, application_id: app.id, key_hash: hasher.hash(key), created_by: caller.id, created_at: new Date() }
+      if (!(await store.applicationKeys.insertBounded(record, MAX_APPLICATION_KEYS))) {
+        // The Application may have been deleted meanwhile: that is a 404, not the cap.
+        await applications.getApplication(caller.tenantId, applicationId)
+        throw new AppError('conflict', { detail: `An Application holds at most ${MAX_APPLICATION_KEYS} keys beside its own; delete one first.` })
+      }
+      return { record, key }
+    },
+
+    async listKeys(tenantId: string, applicationId: string): Promise<ApplicationKeyRecord[]> {
+      const app = await applications.getApplication(tenantId, applicationId)
+      return store.applicationKeys.list(tenantId, app.id)
+    },
+
+    async getKey(tenantId: string, applicationId: string, keyId: string): Promise<ApplicationKeyRecord> {
+      const app = await applications.getApplication(tenantId, applicationId)
+      const record = UUID.test(keyId) ? await store.applicationKeys.findById(tenantId, app.id, keyId) : undefined
+      if (!record) throw notFound()
+      return record
+    },
+
+    /** The key stops at once in every process, and so do the sessions created or authorized with it. */
+    async deleteKey(caller: Principal, applicationId: string, keyId: string): Promise<void> {
+      const app = await applications.getApplication(caller.tenantId, applicationId)
+      authorizeApplicationChange(caller, app)
+      if (!UUID.test(keyId)) throw notFound()
+      const deleted = await store.transaction(async (trx) => {
+        const keyHash = await store.applicationKeys.delete(caller.tenantId, app.id, keyId, trx)
+        return keyHash === undefined ? undefined : { keyHash, sessions: await store.sessions.deleteOfKey(caller.tenantId, keyHash, trx) }
+      })
+      if (!deleted) throw notFound()
+      for (const hash of [deleted.keyHash, ...deleted.sessions]) await authenticator.invalidateKey(hash)
+    },
+  }
+}
+
+export type ApplicationKeysService = ReturnType<typeof applicationKeysService>
