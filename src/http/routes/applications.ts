@@ -1,5 +1,6 @@
 import type { AuditRecorder } from '../../audit/audit-log.js'
 import type { ApplicationsService } from '../../applications/service.js'
+import { changeEvent } from '../audit-context.js'
 import type { AppRouter } from '../context.js'
 import { currentPrincipal, requirePermission } from '../middleware/authenticate.js'
 import { presentApplication } from '../presenters/applications.js'
@@ -7,7 +8,6 @@ import { presentPage } from '../presenters/common.js'
 import { CreateApplicationBody, ListApplicationsQuery, UpdateApplicationBody } from '../schemas/applications.js'
 import { validator } from '../schemas/validate.js'
 import type { BodyParsers } from './body-parsers.js'
-import { changeEvent } from '../audit-context.js'
 
 const parseCreate = validator(CreateApplicationBody)
 const parseUpdate = validator(UpdateApplicationBody)

@@ -1,5 +1,6 @@
 import type { AuditRecorder } from '../../audit/audit-log.js'
 import type { ProxiesService } from '../../proxies/service.js'
+import { changeEvent } from '../audit-context.js'
 import type { AppRouter } from '../context.js'
 import { currentPrincipal, requirePermission } from '../middleware/authenticate.js'
 import { presentPage } from '../presenters/common.js'
@@ -7,7 +8,6 @@ import { presentProxy } from '../presenters/proxies.js'
 import { ListProxiesQuery, ProxyBody } from '../schemas/proxies.js'
 import { validator } from '../schemas/validate.js'
 import type { BodyParsers } from './body-parsers.js'
-import { changeEvent } from '../audit-context.js'
 
 const parseProxy = validator(ProxyBody)
 const parseList = validator(ListProxiesQuery, { query: true })

@@ -1,11 +1,11 @@
 import type { AuditRecorder } from '../../audit/audit-log.js'
 import type { SessionsService } from '../../vault/sessions.js'
+import { changeEvent } from '../audit-context.js'
 import type { AppRouter } from '../context.js'
 import { currentPrincipal } from '../middleware/authenticate.js'
 import { AuthorizeSessionBody } from '../schemas/sessions.js'
 import { validator } from '../schemas/validate.js'
 import type { BodyParsers } from './body-parsers.js'
-import { changeEvent } from '../audit-context.js'
 
 const parseAuthorize = validator(AuthorizeSessionBody)
 

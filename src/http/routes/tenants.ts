@@ -1,8 +1,9 @@
-import type { AuditRecorder } from '../../audit/audit-log.js'
 import { timingSafeEqual } from 'node:crypto'
 import type { Middleware } from 'koa'
+import type { AuditRecorder } from '../../audit/audit-log.js'
 import { AppError } from '../../errors/index.js'
 import type { TenantsService } from '../../tenants/service.js'
+import { changeEvent } from '../audit-context.js'
 import type { AppRouter, AppState } from '../context.js'
 import { currentPrincipal, requirePermission } from '../middleware/authenticate.js'
 import { presentApplication } from '../presenters/applications.js'
@@ -10,7 +11,6 @@ import { presentTenant } from '../presenters/tenants.js'
 import { CreateTenantBody, UpdateTenantBody } from '../schemas/tenants.js'
 import { validator } from '../schemas/validate.js'
 import type { BodyParsers } from './body-parsers.js'
-import { changeEvent } from '../audit-context.js'
 
 const parseCreate = validator(CreateTenantBody)
 const parseUpdate = validator(UpdateTenantBody)
