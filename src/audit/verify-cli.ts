@@ -11,8 +11,8 @@ export interface AuditVerifyOptions {
 }
 
 /**
- * `tessera audit verify` (src/cli/commands/audit.ts; `npm run audit-verify` is an alias): checks every tenant's audit chain (or one)
- * and prints the first broken link of each. Returns the exit code: 0 intact, 1 broken.
+ * `tessera audit verify` (src/cli/commands/audit.ts; `npm run audit-verify` is an alias): checks
+ * every tenant's audit chain (or one) and prints the first broken link of each. Returns the exit code: 0 intact, 1 broken.
  * Needs the same SVC_KEY_HASH_SECRET / SVC_AUDIT_SECRET as the servers; reads only (no
  * migrations), so it can run as a read-only role. PGlite: stop the server first (one process).
  */
