@@ -5,6 +5,8 @@
  * with trivial transforms when `POST /proxies` exists (issue 6). Tessera and the forwarder run
  * pinned to core 0; autocannon, the latency client and the destination on core 1. Plus the
  * scaling figure (issue 8): variant (c) on one and on two Tessera processes sharing the stores.
+ * The audit log's cost (issue 16): (g) is (d) on a second Tessera with SVC_AUDIT_ENABLED=false
+ * (Postgres only: PGlite is one process), and (d) must keep >= 0.9x of (g)'s throughput.
  *
  *   npx tsx bench/proxy.ts   (DATABASE_URL / REDIS_URL, default the local Postgres and Redis)
  */
@@ -214,6 +216,10 @@ function figures(result: ProxyBenchResult): Figure[] {
     const s = result.scaling
     out.push(figure({ bench: 'proxy', name: 'scaling: (c) on 2 processes', unit: 'req/s', tessera: s.twoRps, baseline: s.oneRps, baselineName: '1 process', cpuUs: s.twoCpuUsPerRequest, baselineCpuUs: s.oneCpuUsPerRequest }))
   }
+  // Issue 16: the proxy with the audit log (d) against the same calls without it (g).
+  const d = by('d')
+  const g = by('g')
+  if (d && g) out.push(figure({ bench: 'proxy', name: '(d) 1 token with the audit log, throughput', unit: 'req/s', tessera: d.rps, baseline: g.rps, baselineName: 'g (log off)', cpuUs: d.cpuUsPerRequest, baselineCpuUs: g.cpuUsPerRequest, target: '≥ 0.9× g', pass: d.rps >= 0.9 * g.rps }))
   return out
 }
 
@@ -246,6 +252,15 @@ export async function runProxyBench(options: ProxyBenchOptions = {}): Promise<Pr
     for (const [i, v] of variants.entries()) await check(v, plainBytes(i < 3 ? 0 : i === 3 ? 1 : 10))
     const f = wanted('f') ? await preconfigured(t, backend, app, dest.url, proxyBody([]), notes) : undefined
     if (f) variants.push(f)
+    if (wanted('g') && backend.name === 'pglite') notes.push('(g) audit log off skipped: it needs a second process on the same database (Postgres)')
+    else if (wanted('g')) {
+      // Same core as the first: the variants are measured one at a time, so only one is busy.
+      const unaudited = await startTessera(backend, { env: { SVC_AUDIT_ENABLED: 'false' } })
+      started.push(unaudited)
+      const g = variant('g', 'Tessera /proxy, 1 token, audit log off', `${unaudited.url}/proxy`, [unaudited.pid], proxyHeaders, proxyBody(ids.slice(0, 1)))
+      await check(g, plainBytes(1))
+      variants.push(g)
+    }
     await measure(variants.filter((v) => wanted(v.key)), o)
     const result: ProxyBenchResult = {
       date: new Date().toISOString(),

@@ -47,7 +47,7 @@ export function buildApp(services: Services, drain = new Drain()): Koa<AppState>
   // Before authentication and body parsing, so a flood costs as little as possible.
   app.use(rateLimitMiddleware(services.limiter, config))
   // Claims /proxy before the routers, so none of them can answer it without `proxy_error`.
-  app.use(proxyRoute({ authenticator: services.authenticator, proxy: services.proxy, proxies: services.proxies, tenantSettings: services.tenantSettings, bodyLimitBytes: config.bodyLimitBytes }))
+  app.use(proxyRoute({ authenticator: services.authenticator, proxy: services.proxy, proxies: services.proxies, tenantSettings: services.tenantSettings, bodyLimitBytes: config.bodyLimitBytes, audit: services.audit }))
   app.use(textGuard())
   for (const router of buildRouters(services, drain)) {
     app.use(router.routes())
@@ -70,7 +70,7 @@ export function buildRouters(services: Services, drain = new Drain()): Router<Ap
     { name: 'rate_limit', check: async () => (services.limiter.status().degraded ? 'degraded' : 'ok') },
     { name: 'audit', check: async () => { if (services.audit.stats().failing) throw new Error('audit writes failing'); return 'ok' } },
   ], config.readyTimeoutMs)
-  operatorRoutes(open, services.tenants, config.operatorKey, body)
+  operatorRoutes(open, services.tenants, services.audit, config.operatorKey, body)
   if (config.metrics.mode === 'operator') metricsRoute(open, services.metrics, config.operatorKey)
   docsRoutes(open)
 
@@ -78,15 +78,15 @@ export function buildRouters(services: Services, drain = new Drain()): Router<Ap
   api.use(authenticate(services.authenticator))
   // The react route takes larger bodies than the rest; its own parser still applies its limit.
   api.use(idempotency(services.idempotency, Math.max(config.bodyLimitBytes, config.reactors.payloadMaxBytes), logger))
-  applicationsRoutes(api, services.applications, body)
-  applicationKeysRoutes(api, services.applicationKeys)
-  tenantRoutes(api, services.tenants, body)
+  applicationsRoutes(api, services.applications, services.audit, body)
+  applicationKeysRoutes(api, services.applicationKeys, services.audit)
+  tenantRoutes(api, services.tenants, services.audit, body)
   permissionsRoutes(api)
   tokenRoutes(api, services, body)
-  tokenV2Routes(api, services.tokens, body)
-  sessionRoutes(api, services.sessions, body)
-  reactorRoutes(api, services.reactors, body, config.reactors.payloadMaxBytes)
-  proxiesRoutes(api, services.proxies, body)
+  tokenV2Routes(api, services.tokens, services.audit, body)
+  sessionRoutes(api, services.sessions, services.audit, body)
+  reactorRoutes(api, services.reactors, services.audit, body, config.reactors.payloadMaxBytes)
+  proxiesRoutes(api, services.proxies, services.audit, body)
   logsRoutes(api, services.audit)
   return [open, api]
 }

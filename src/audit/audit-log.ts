@@ -58,9 +58,11 @@ export function createAuditLog(deps: { store: Store; keyring: AuditKeyring; conf
     now,
   })
 
+  // SVC_AUDIT_ENABLED=false (benchmarks): every path runs as usual, only the write is skipped.
+  const enabled = config.enabled
   return {
-    record: (events) => writer.record(events),
-    note: (events) => writer.note(events),
+    record: (events) => (enabled ? writer.record(events) : Promise.resolve()),
+    note: (events) => (enabled ? writer.note(events) : undefined),
     list: (tenantId, filter, after, limit) => repo.list(tenantId, filter, 'desc', after, limit),
     async *export(tenantId, filter) {
       let after: AuditPosition | undefined

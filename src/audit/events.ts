@@ -26,6 +26,9 @@ export const auditActions = [
   'application.update',
   'application.delete',
   'application.regenerate_key',
+  /** An extra key of an Application (`POST /applications/{id}/keys`); the target is the Application. */
+  'application.key_create',
+  'application.key_delete',
   'session.create',
   'session.authorize',
   'reactor.create',

@@ -1,10 +1,9 @@
-import { pathToFileURL } from 'node:url'
 import { loadConfig, type Config } from '../config/index.js'
 import { openStore } from '../store/index.js'
 import { pruneExpired } from './maintenance.js'
 
 /**
- * `npm run audit-prune`: removes audit entries older than SVC_AUDIT_RETENTION_DAYS, up to each
+ * `tessera audit prune` (`npm run audit-prune` is an alias): removes audit entries older than SVC_AUDIT_RETENTION_DAYS, up to each
  * tenant's newest checkpoint older than that (the servers write checkpoints). For deployments
  * whose service role holds no DELETE on the audit tables (SVC_AUDIT_PRUNE_IN_SERVICE=false):
  * run it from cron with a DATABASE_URL of a role that does. Returns the entries removed.
@@ -16,13 +15,4 @@ export async function runAuditPrune(config: Config = loadConfig(), now = new Dat
   } finally {
     await store.db.close()
   }
-}
-
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  runAuditPrune()
-    .then((removed) => process.stdout.write(`removed ${removed} audit entries older than the retention period\n`))
-    .catch((err: unknown) => {
-      process.stderr.write(`audit prune failed: ${err instanceof Error ? err.message : String(err)}\n`)
-      process.exit(2)
-    })
 }

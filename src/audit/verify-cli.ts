@@ -1,5 +1,3 @@
-import { pathToFileURL } from 'node:url'
-import { parseArgs } from 'node:util'
 import { loadConfig, type Config } from '../config/index.js'
 import { resolveSecrets } from '../config/secrets.js'
 import { openStore, type Store } from '../store/index.js'
@@ -13,8 +11,8 @@ export interface AuditVerifyOptions {
 }
 
 /**
- * `tessera audit verify` / `npm run audit-verify`: checks every tenant's audit chain (or one)
- * and prints the first broken link of each. Returns the exit code: 0 intact, 1 broken.
+ * `tessera audit verify` (src/cli/commands/audit.ts; `npm run audit-verify` is an alias): checks
+ * every tenant's audit chain (or one) and prints the first broken link of each. Returns the exit code: 0 intact, 1 broken.
  * Needs the same SVC_KEY_HASH_SECRET / SVC_AUDIT_SECRET as the servers; reads only (no
  * migrations), so it can run as a read-only role. PGlite: stop the server first (one process).
  */
@@ -45,21 +43,4 @@ function describeTenant(t: TenantChainReport): string {
   const range = t.entries ? `entries ${t.firstSeq}..${t.lastSeq}` : 'no entries'
   const anchor = t.anchorSeq === null ? '' : `, verified from checkpoint ${t.anchorSeq}`
   return `ok      tenant ${t.tenantId}: ${range} (${t.entries}), ${t.checkpoints} checkpoints${anchor}`
-}
-
-async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: { tenant: { type: 'string' }, 'retention-days': { type: 'string' }, json: { type: 'boolean', default: false } },
-  })
-  if (values.tenant !== undefined && !/^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$/i.test(values.tenant)) throw new Error('--tenant must be a tenant id (uuid)')
-  const retention = values['retention-days'] === undefined ? undefined : Number(values['retention-days'])
-  if (retention !== undefined && !(Number.isInteger(retention) && retention > 0)) throw new Error('--retention-days must be a positive integer')
-  process.exitCode = await runAuditVerify({ tenantId: values.tenant, retentionDays: retention, json: values.json }, (line) => process.stdout.write(`${line}\n`))
-}
-
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  main().catch((err: unknown) => {
-    process.stderr.write(`audit verify failed: ${err instanceof Error ? err.message : String(err)}\n`)
-    process.exit(2)
-  })
 }

@@ -17,6 +17,8 @@ export interface AuditWriterOptions {
   timeoutMs: number
   /** Pause after a failed batch before the next attempt, so a database that is down is not hammered. */
   retryDelayMs?: number
+  /** How long a noted event that finds the writer idle waits for recorded ones to share its transaction. */
+  noteLingerMs?: number
   now?: () => Date
 }
 
@@ -50,12 +52,15 @@ export const auditUnavailable = (why: string) =>
  * events are committed and rejects with 503 `unavailable` when the queue is full, the write
  * failed or `timeoutMs` passed (events still waiting are then withdrawn; a batch already in a
  * transaction may yet commit, so an entry can exist for a request that answered 503). `note` is
- * the cheaper path for events that reveal nothing: the caller does not wait; a failed write is
- * retried twice, and what cannot be written or queued is logged as dropped.
+ * the cheaper path for events that reveal nothing: the caller does not wait, an idle writer
+ * waits `noteLingerMs` for company; a failed write is retried twice, and what cannot be written
+ * or queued is logged as dropped.
  */
 export function createAuditWriter(options: AuditWriterOptions) {
   const now = options.now ?? (() => new Date())
   const retryDelayMs = options.retryDelayMs ?? 100
+  const noteLingerMs = options.noteLingerMs ?? 20
+  let lingering: NodeJS.Timeout | undefined
   let queue: Group[] = []
   let queued = 0
   let writing: Promise<void> | undefined
@@ -68,10 +73,15 @@ export function createAuditWriter(options: AuditWriterOptions) {
     return events.map((e) => (validateAuditEvent(e), eventToRow(e, at)))
   }
 
+  // A recorded group starts a transaction at once; a noted one that finds the writer idle waits
+  // briefly, so a proxy call's proxy.response rides along with the next call's proxy.request
+  // instead of costing a commit of its own.
   function enqueue(group: Group): void {
     queue.push(group)
     queued += group.rows.length
-    schedule()
+    if (group.durable || writing) return schedule()
+    lingering ??= setTimeout(() => ((lingering = undefined), schedule()), noteLingerMs)
+    lingering.unref()
   }
 
   function schedule(): void {
@@ -186,6 +196,11 @@ export function createAuditWriter(options: AuditWriterOptions) {
 
     /** Resolves when everything queued so far has been written or given up. */
     async flush(): Promise<void> {
+      if (lingering) {
+        clearTimeout(lingering)
+        lingering = undefined
+        schedule()
+      }
       while (writing) await writing
     },
 

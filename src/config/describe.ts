@@ -10,6 +10,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
   const out: Record<string, unknown> = {}
   for (const [name, value] of Object.entries(config) as [keyof Config, unknown][]) {
     if (SECRET_KEYS.has(name)) out[name] = describeSecret(name, value as string | undefined, config.dataDir)
+    else if (name === 'audit') out[name] = { ...config.audit, secret: config.audit.secret ? '(hidden)' : '(unset: derived from the key-hash secret)' }
     else if (name === 'databaseUrl' || name === 'redisUrl') out[name] = value === undefined ? describeEmbedded(name, config.dataDir) : withoutPassword(value as string)
     else out[name] = value
   }

@@ -37,6 +37,8 @@ export interface Config {
     listenerBackoffMaxMs: number
   }
   audit: {
+    /** false (`SVC_AUDIT_ENABLED=false`): nothing is recorded; for measuring the log's cost only. */
+    enabled: boolean
     /** Raw `SVC_AUDIT_SECRET`; unset: the audit keys derive from the key-hash secret. */
     secret: string | undefined
     retentionDays: number
@@ -126,6 +128,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       listenerBackoffMaxMs: r.SVC_DB_LISTENER_BACKOFF_MAX_MS,
     },
     audit: {
+      enabled: r.SVC_AUDIT_ENABLED,
       secret: r.SVC_AUDIT_SECRET,
       retentionDays: r.SVC_AUDIT_RETENTION_DAYS,
       writeTimeoutMs: r.SVC_AUDIT_WRITE_TIMEOUT_MS,

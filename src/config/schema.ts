@@ -62,6 +62,7 @@ export const configSchema = Type.Object(
     SVC_READY_TIMEOUT_MS: positiveInt(50, 60_000, 2_000),
     SVC_DB_LISTENER_BACKOFF_MAX_MS: positiveInt(100, 600_000, 10_000),
     SVC_AUDIT_SECRET: Type.Optional(Type.String({ pattern: '^[^,\\s]{32,}(,[^,\\s]{32,})*$', description: 'comma-separated secrets of >= 32 chars; the first seals' })),
+    SVC_AUDIT_ENABLED: Type.Boolean({ default: true, description: 'false: no audit events are written (benchmarks only; never for card data)' }),
     SVC_AUDIT_RETENTION_DAYS: positiveInt(1, 36_500, 400),
     SVC_AUDIT_WRITE_TIMEOUT_MS: positiveInt(1, 60_000, 3000),
     SVC_AUDIT_QUEUE_MAX_EVENTS: positiveInt(1, 1_000_000, 20_000),

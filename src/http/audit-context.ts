@@ -1,6 +1,6 @@
 import { isIP } from 'node:net'
 import type { ParameterizedContext } from 'koa'
-import { httpMethods, UNATTRIBUTED_TENANT, type AuditEvent, type HttpMethod } from '../audit/events.js'
+import { httpMethods, UNATTRIBUTED_TENANT, type AuditAction, type AuditEvent, type HttpMethod, type TargetType, type Transform } from '../audit/events.js'
 import { ROUTE_TEMPLATE } from '../audit/validate-event.js'
 import type { AppState } from './context.js'
 
@@ -25,4 +25,32 @@ export function requestAudit(ctx: ParameterizedContext<AppState>): RequestAudit 
     clientIp: ip !== undefined && isIP(ip) !== 0 ? ip : null,
     ...(typeof route === 'string' && ROUTE_TEMPLATE.test(route) && httpMethods.includes(method) ? { request: { method, route } } : {}),
   }
+}
+
+const REVEALING: readonly Transform[] = ['redact', 'mask', 'reveal']
+
+/** The most revealing transform among a page's tokens (none for an empty page). */
+export function mostRevealing(views: readonly { transform: Transform }[]): Transform | undefined {
+  let most: Transform | undefined
+  for (const { transform } of views) if (most === undefined || REVEALING.indexOf(transform) > REVEALING.indexOf(most)) most = transform
+  return most
+}
+
+/**
+ * One successful token operation of this request, e.g. a read with its transform. Token events
+ * that carry data are `record`ed before the answer is set: if the write fails, the caller gets
+ * 503 and nothing of the tokens.
+ */
+export function tokenEvent(ctx: ParameterizedContext<AppState>, action: AuditAction, ids: readonly string[], status: number, views: readonly { transform: Transform }[] = []): AuditEvent {
+  const transform = mostRevealing(views)
+  return { ...requestAudit(ctx), action, target: { type: 'token', ids }, outcome: 'success', status, ...(transform ? { transform } : {}) }
+}
+
+/**
+ * A management change that succeeded (Application, session, Reactor, proxy, tenant), `record`ed
+ * after the change and before the answer: if the write fails the change stands, the caller gets
+ * 503, and a key the change made is never shown.
+ */
+export function changeEvent(ctx: ParameterizedContext<AppState>, action: AuditAction, type: TargetType, id: string, status: number): AuditEvent {
+  return { ...requestAudit(ctx), action, target: { type, ids: [id] }, outcome: 'success', status }
 }

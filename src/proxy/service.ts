@@ -5,7 +5,7 @@ import type { DestinationPolicy } from './destination-policy.js'
 import { buildDestination, type Destination } from './destination-url.js'
 import type { ForwardBody, Forwarder } from './forward.js'
 import type { ResponseHeaders } from './headers.js'
-import type { Caller, Exchange, Pipeline } from './pipeline/index.js'
+import type { Caller, Exchange, ExchangeAudit, Pipeline } from './pipeline/index.js'
 
 export type { Caller }
 
@@ -22,6 +22,7 @@ export interface ProxyCall {
   headers: readonly string[]
   body: Buffer
   caller: Caller
+  audit?: ExchangeAudit | undefined
 }
 
 export interface ProxyResult {
@@ -75,9 +76,11 @@ export function createProxyService(deps: { forwarder: Forwarder; pipeline: Pipel
         outgoing: { headers: call.headers, body: call.body },
         response: undefined,
         caller: call.caller,
+        audit: call.audit,
       }
       const early = await pipeline.run('beforeForward', exchange)
       if (early) return { ...early, destinationStatus: undefined }
+      if (call.audit) await call.audit.forwarding(exchange.detokenized ? [...exchange.detokenized] : [])
       const response = await forwarder.forward({
         method: call.method,
         destination: call.destination,

@@ -13,6 +13,8 @@ import type { HostBridges } from './supervisor.js'
 /** What every bridge call of one invocation acts as: the Reactor's own Application. */
 export interface InvocationContext {
   actor: Principal | undefined
+  /** Awaited before a bridge hands the running code plaintext (`reactor.token_read`, fail-closed). */
+  tokenRead?: ((tokenIds: ReadonlySet<string>) => Promise<void>) | undefined
 }
 
 /**
@@ -31,7 +33,7 @@ export function reactorBridges(deps: {
   const actor = (ctx: unknown): Principal => actingApplication((ctx as InvocationContext).actor, 'Reactor')
   return {
     tokenize: (ctx, value) => tokenizeValue(deps, actor(ctx), value, deps.present),
-    detokenize: (ctx, value) => detokenizeValue(deps.tokens, actor(ctx), value, deps.config.expressions.maxTokens, 'token:use'),
+    detokenize: (ctx, value) => detokenizeValue(deps.tokens, actor(ctx), value, deps.config.expressions.maxTokens, 'token:use', (ctx as InvocationContext).tokenRead),
     async fetch(_ctx, req) {
       const destination = buildDestination(req.url, '', '', deps.config.proxy)
       const res = await deps.forwarder.forward({

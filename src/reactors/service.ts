@@ -133,12 +133,12 @@ export function reactorsService(deps: {
     },
 
     /** `args` expressions are detokenized under the caller's rules before the code sees them. */
-    async react(caller: Principal, id: string, args: unknown): Promise<ReactResult> {
+    async react(caller: Principal, id: string, args: unknown, audit?: ReactorAudit): Promise<ReactResult> {
       const cached = UUID.test(id) ? await cache.get(caller.tenantId, id) : undefined
       if (!cached) throw new AppError('not_found', { detail: 'No Reactor with this id.' })
       const { reactor, actor } = cached
-      const detokenized = await detokenizeValue(deps.tokens, caller, args, deps.config.expressions.maxTokens, 'token:use')
-      const context: InvocationContext = { actor }
+      const detokenized = await detokenizeValue(deps.tokens, caller, args, deps.config.expressions.maxTokens, 'token:use', audit?.invoking)
+      const context: InvocationContext = { actor, tokenRead: audit?.tokenRead }
       const outcome = await supervisor.invoke({
         tenantId: reactor.tenant_id,
         reactorId: reactor.id,
@@ -154,6 +154,14 @@ export function reactorsService(deps: {
 }
 
 export type ReactorsService = ReturnType<typeof reactorsService>
+
+/** The audit side of one invocation (http/routes/reactors.ts): both awaited, fail-closed. */
+export interface ReactorAudit {
+  /** Once the args' tokens are resolved, before the runtime gets the detokenized args (`reactor.invoke`). */
+  invoking(tokenIds: ReadonlySet<string>): Promise<void>
+  /** Before a bridge hands the running code plaintext (`reactor.token_read`). */
+  tokenRead(tokenIds: ReadonlySet<string>): Promise<void>
+}
 
 /** Runs as the Reactor's Application: tokenize/detokenize bridges and `{tokenize}` results. */
 export async function reactorActor(store: Store, reactor: ReactorRecord): Promise<Principal | undefined> {

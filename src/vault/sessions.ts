@@ -28,14 +28,15 @@ export interface SessionGrant {
 export function sessionsService(deps: { store: Store; hasher: KeyHasher; authenticator: Authenticator }) {
   const { store, hasher, authenticator } = deps
   return {
-    async createSession(caller: Principal): Promise<{ session_key: string; nonce: string; expires_at: Date }> {
+    async createSession(caller: Principal): Promise<{ id: string; session_key: string; nonce: string; expires_at: Date }> {
       authorizeSessionStep(caller, 'create')
       const sessionKey = newApiKey('session')
       const nonce = generateApiKey('nonce_')
       const now = new Date()
       const expiresAt = new Date(now.getTime() + SESSION_LIFETIME_MS)
+      const id = randomUUID()
       await store.sessions.insert({
-        id: randomUUID(),
+        id,
         tenant_id: caller.tenantId,
         key_hash: hasher.hash(sessionKey),
         nonce_hash: hasher.hash(nonce),
@@ -49,10 +50,10 @@ export function sessionsService(deps: { store: Store; hasher: KeyHasher; authent
         created_at: now,
         expires_at: expiresAt,
       })
-      return { session_key: sessionKey, nonce, expires_at: expiresAt }
+      return { id, session_key: sessionKey, nonce, expires_at: expiresAt }
     },
 
-    async authorizeSession(caller: Principal, grant: SessionGrant): Promise<{ expires_at: Date }> {
+    async authorizeSession(caller: Principal, grant: SessionGrant): Promise<{ id: string; expires_at: Date }> {
       authorizeSessionStep(caller, 'authorize')
       const permissions = grant.permissions ?? []
       const rules = grant.rules ?? []
@@ -75,7 +76,7 @@ export function sessionsService(deps: { store: Store; hasher: KeyHasher; authent
       if (!session) throw new AppError('not_found', { detail: 'No session awaits authorization with this nonce.' })
       // The session key may already be cached with no grants.
       await authenticator.invalidateKey(session.key_hash)
-      return { expires_at: expiresAt }
+      return { id: session.id, expires_at: expiresAt }
     },
 
     async sweepExpired(now = new Date()): Promise<number> {

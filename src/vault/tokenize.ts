@@ -24,6 +24,8 @@ export async function tokenizeValue(
   value: unknown,
   present: (view: TokenView) => unknown,
   viewers: readonly Principal[] = [principal],
+  /** Awaited after the insert and before the answer exists: the request's audit record (fail-closed). */
+  audit?: (tokenIds: string[], views: TokenView[]) => Promise<void>,
 ): Promise<unknown> {
   const crypto = requireReady(deps.keys)
   const records: { record: TokenRecord; data: unknown; full: boolean }[] = []
@@ -64,10 +66,12 @@ export async function tokenizeValue(
     if (isUniqueViolation(err)) throw new AppError('conflict', { detail: 'A token with one of these ids exists.', cause: err })
     throw err
   }
-  const answers = records.map(({ record, data, full }) =>
-    full ? present(deps.tokens.view(record, answerTransform(principal, 'token:create', record, viewers), data)) : record.id,
+  const views = records.map(({ record, data, full }) => (full ? deps.tokens.view(record, answerTransform(principal, 'token:create', record, viewers), data) : undefined))
+  await audit?.(
+    records.map(({ record }) => record.id),
+    views.filter((v) => v !== undefined),
   )
-  return fill(shape, answers)
+  return fill(shape, views.map((view, i) => (view ? present(view) : records[i]!.record.id)))
 }
 
 function isFullToken(node: object): boolean {
@@ -90,10 +94,13 @@ export async function detokenizeValue(
   value: unknown,
   maxTokens: number,
   permission: 'token:read' | 'token:use' = 'token:read',
+  /** Awaited once the tokens are resolved and before any plaintext is rendered: the audit record (fail-closed). */
+  audit?: (tokenIds: ReadonlySet<string>) => Promise<void>,
 ): Promise<unknown> {
   try {
     const compiled = compileValue(value, { maxTokens })
     const lookup = await tokens.resolve(principal, compiled.tokenIds, permission)
+    await audit?.(compiled.tokenIds)
     return compiled.render(lookup)
   } catch (err) {
     if (err instanceof ExpressionError) throw new AppError('bad_request', { detail: err.message, cause: err })

@@ -60,3 +60,18 @@ export function schemaUrl(app: TestApp, user?: string): string {
   if (app.schema) url.searchParams.set('options', `-c search_path=${app.schema}`)
   return url.toString()
 }
+
+/** The audit log's own statements: its batch transaction and what runs in it. */
+const AUDIT_STATEMENT = /audit_|^(begin|commit|rollback)\b|set_config\('statement_timeout'/i
+
+/**
+ * Counts the app's database queries other than the audit log's writes, from now until the test
+ * ends: `queries()` is the count so far.
+ */
+export function countQueries(t: { teardown(fn: () => unknown): void }, app: TestApp): () => number {
+  let queries = 0
+  const count = (q: { sql: string }) => void (AUDIT_STATEMENT.test(q.sql) || queries++)
+  app.services.store.db.knex.on('query', count)
+  t.teardown(() => void app.services.store.db.knex.off('query', count))
+  return () => queries
+}

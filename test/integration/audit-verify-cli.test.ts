@@ -16,15 +16,16 @@ function cliEnv(app: TestApp): Record<string, string> {
   return env
 }
 
-async function cli(app: TestApp, args: string[]): Promise<{ code: number; stdout: string }> {
+/** `npm run audit-verify`, the alias of `tessera audit verify`. */
+async function cli(app: TestApp, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const { DATABASE_URL: _ignored, ...inherited } = process.env
   try {
     const { stdout } = await run('npm', ['run', '-s', 'audit-verify', '--', ...args], { env: { ...inherited, ...cliEnv(app) }, timeout: 60_000 })
-    return { code: 0, stdout }
+    return { code: 0, stdout, stderr: '' }
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string }
     if (typeof e.code !== 'number') throw err
-    return { code: e.code, stdout: `${e.stdout ?? ''}${e.stderr ?? ''}` }
+    return { code: e.code, stdout: e.stdout ?? '', stderr: e.stderr ?? '' }
   }
 }
 
@@ -52,5 +53,5 @@ t.test('npm run audit-verify: exit 0 on an intact log, 1 naming the first broken
   t.match(JSON.parse(json.stdout), { ok: false, tenants: [{ tenantId: tenant, ok: false, break: { seq: 3, reason: 'altered' } }] })
   const bad = await cli(first, ['--tenant', 'nope'])
   t.equal(bad.code, 2)
-  t.match(bad.stdout, /--tenant must be a tenant id/)
+  t.match(bad.stderr, /--tenant must be a tenant id/)
 })

@@ -16,7 +16,7 @@ async function cli(env: Record<string, string>, ...argv: string[]) {
 }
 
 t.test('help and usage errors', async (t) => {
-  for (const argv of [['--help'], ['tenant', 'create', '--help'], ['master-key', 'rewrap', '--help'], ['migrate', '--help'], ['config', '--help']]) {
+  for (const argv of [['--help'], ['tenant', 'create', '--help'], ['master-key', 'rewrap', '--help'], ['migrate', '--help'], ['config', '--help'], ['audit', 'verify', '--help'], ['audit', 'prune', '--help']]) {
     const res = await cli({}, ...argv)
     t.equal(res.code, 0, `${argv.join(' ')}: exit 0`)
     t.match(res.out, /^Usage: tessera/, `${argv.join(' ')}: usage`)
@@ -28,7 +28,7 @@ t.test('help and usage errors', async (t) => {
 })
 
 t.test('config: effective values, secrets hidden; a bad variable is exit 2', async (t) => {
-  const env = { SVC_MASTER_KEY: `${masterKey('k2')},${masterKey('k1')}`, SVC_OPERATOR_KEY: 'op-'.repeat(12), SVC_KEY_HASH_SECRET: 'h'.repeat(40), DATABASE_URL: 'postgres://tessera:s3cret-pw@db:5432/tessera', PORT: '8080' }
+  const env = { SVC_MASTER_KEY: `${masterKey('k2')},${masterKey('k1')}`, SVC_OPERATOR_KEY: 'op-'.repeat(12), SVC_AUDIT_SECRET: 'audit-'.repeat(8), SVC_KEY_HASH_SECRET: 'h'.repeat(40), DATABASE_URL: 'postgres://tessera:s3cret-pw@db:5432/tessera', PORT: '8080' }
   const res = await cli(env, 'config', '--json')
   t.equal(res.code, 0)
   const shown = JSON.parse(res.out)
@@ -36,7 +36,8 @@ t.test('config: effective values, secrets hidden; a bad variable is exit 2', asy
   t.match(shown.masterKey, /key ids k2, k1/)
   t.equal(shown.operatorKey, '(hidden)')
   t.equal(shown.databaseUrl, 'postgres://tessera:hidden@db:5432/tessera')
-  for (const secret of [env.SVC_MASTER_KEY.split(',')[0]!.slice(3), env.SVC_OPERATOR_KEY, env.SVC_KEY_HASH_SECRET, 's3cret-pw']) t.notMatch(res.out, secret)
+  t.equal(shown.audit.secret, '(hidden)')
+  for (const secret of [env.SVC_MASTER_KEY.split(',')[0]!.slice(3), env.SVC_OPERATOR_KEY, env.SVC_KEY_HASH_SECRET, env.SVC_AUDIT_SECRET, 's3cret-pw']) t.notMatch(res.out, secret)
   const bad = await cli({ PORT: 'abc', SVC_RATE_LIMIT_GLOBAL: 'lots' }, 'config')
   t.equal(bad.code, 2)
   t.match(bad.err, /PORT must be integer/)
@@ -52,4 +53,6 @@ t.test('the installed entry point and the npm script alias', async (t) => {
   const pkg = JSON.parse(readFileSync('package.json', 'utf8'))
   t.equal(pkg.bin.tessera, 'dist/src/cli/main.js')
   t.equal(pkg.scripts['rewrap-keys'], `${pkg.scripts.tessera} master-key rewrap`, 'npm run rewrap-keys is the CLI command')
+  t.equal(pkg.scripts['audit-verify'], `${pkg.scripts.tessera} audit verify`)
+  t.equal(pkg.scripts['audit-prune'], `${pkg.scripts.tessera} audit prune`)
 })

@@ -3,6 +3,7 @@ import { startTestApp, type TestApp, type TestResponse } from '../helpers/app.js
 import { startFaultProxy, type FaultProxy } from '../helpers/fault-proxy.js'
 import { appKey } from '../helpers/tokens.js'
 import { timed, until } from '../helpers/wait.js'
+import { countQueries } from '../helpers/audit.js'
 
 // Postgres behind a fault proxy this test controls: the shared server is never frozen.
 const skip = process.env.DATABASE_URL ? false : 'needs DATABASE_URL (faults of a Postgres connection)'
@@ -55,14 +56,11 @@ async function assertRecovered(t: Test, app: TestApp, key: string, token: string
   t.equal((await app.request('GET', `/tokens/${token}`, { key })).body.data, 'kept', 'nothing lost')
   // Caches are on again: the second authentication of a key costs no query.
   await app.request('GET', '/applications')
-  let queries = 0
-  const count = () => queries++
-  app.services.store.db.knex.on('query', count)
-  t.teardown(() => app.services.store.db.knex.off('query', count))
+  const queries = countQueries(t, app)
   const res = await app.request('POST', '/detokenize', { key, body: { x: `{{ ${token} }}` } })
-  const before = queries
+  const before = queries()
   t.equal((await app.request('POST', '/detokenize', { key, body: { x: `{{ ${token} }}` } })).status, res.status)
-  t.equal(queries - before, 0, 'authentication and token served from the caches again')
+  t.equal(queries() - before, 0, 'authentication and token served from the caches again')
 }
 
 t.test('Postgres frozen: bounded 503s, readiness down, caches off; then full recovery', { skip }, async (t) => {

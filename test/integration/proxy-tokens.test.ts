@@ -2,6 +2,7 @@ import t from 'tap'
 import type { TestApp } from '../helpers/app.js'
 import { assertProxyError, createKey, rawRequest, startProxyApp, type RawRequest } from '../helpers/proxy.js'
 import { startStub } from '../unit/proxy/fixtures/stub-server.js'
+import { countQueries } from '../helpers/audit.js'
 
 const CARD = { number: '4242424242424242', expiration_month: 12, expiration_year: 2030, cvc: '123' }
 
@@ -88,17 +89,15 @@ t.test('ephemeral proxy: detokenization', async (t) => {
 
   t.test('header values; body and headers with one vault query', async (t) => {
     await json('{}')
-    let queries = 0
-    const count = () => queries++
-    app.services.store.db.knex.on('query', count)
+    // The vault's queries; the audit log's batch (its own transaction) is not the vault.
+    const queries = countQueries(t, app)
     const res = await send({
       body: `{"a": "{{ ${tok.text} }}"}`,
       headers: ['Content-Type', 'application/json', 'Authorization', `Bearer {{ ${tok.text} }}`, 'X-Num', `n={{ ${tok.number} }}`, 'X-Plain', '{ not } an expression'],
     })
-    app.services.store.db.knex.off('query', count)
     t.equal(res.status, 200)
     // Tokens used earlier in this file are served from the token cache: at most one query.
-    t.ok(queries <= 1, 'at most one query for every token of the request')
+    t.ok(queries() <= 1, 'at most one query for every token of the request')
     const seen = stub.seen.at(-1)!
     t.equal(seen.headers.authorization, 'Bearer secret-4242')
     t.equal(seen.headers['x-num'], 'n=42')

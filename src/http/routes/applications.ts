@@ -1,4 +1,6 @@
+import type { AuditRecorder } from '../../audit/audit-log.js'
 import type { ApplicationsService } from '../../applications/service.js'
+import { changeEvent } from '../audit-context.js'
 import type { AppRouter } from '../context.js'
 import { currentPrincipal, requirePermission } from '../middleware/authenticate.js'
 import { presentApplication } from '../presenters/applications.js'
@@ -11,9 +13,10 @@ const parseCreate = validator(CreateApplicationBody)
 const parseUpdate = validator(UpdateApplicationBody)
 const parseList = validator(ListApplicationsQuery, { query: true })
 
-export function applicationsRoutes(router: AppRouter, service: ApplicationsService, body: BodyParsers): void {
+export function applicationsRoutes(router: AppRouter, service: ApplicationsService, audit: AuditRecorder, body: BodyParsers): void {
   router.post('/applications', requirePermission('application:create'), body.json, async (ctx) => {
     const { application, key } = await service.createApplication(currentPrincipal(ctx.state), parseCreate(ctx.state.body))
+    await audit.record([changeEvent(ctx, 'application.create', 'application', application.id, 201)])
     ctx.status = 201
     ctx.body = presentApplication(application, key)
   })
@@ -35,16 +38,20 @@ export function applicationsRoutes(router: AppRouter, service: ApplicationsServi
   })
 
   router.put('/applications/:id', requirePermission('application:update'), body.json, async (ctx) => {
-    ctx.body = presentApplication(await service.updateApplication(currentPrincipal(ctx.state), ctx.params.id!, parseUpdate(ctx.state.body)))
+    const application = await service.updateApplication(currentPrincipal(ctx.state), ctx.params.id!, parseUpdate(ctx.state.body))
+    await audit.record([changeEvent(ctx, 'application.update', 'application', application.id, 200)])
+    ctx.body = presentApplication(application)
   })
 
   router.post('/applications/:id/regenerate', requirePermission('application:update'), async (ctx) => {
     const { application, key } = await service.regenerateKey(currentPrincipal(ctx.state), ctx.params.id!)
+    await audit.record([changeEvent(ctx, 'application.regenerate_key', 'application', application.id, 200)])
     ctx.body = presentApplication(application, key)
   })
 
   router.delete('/applications/:id', requirePermission('application:delete'), async (ctx) => {
     await service.deleteApplication(currentPrincipal(ctx.state), ctx.params.id!)
+    await audit.record([changeEvent(ctx, 'application.delete', 'application', ctx.params.id!, 204)])
     ctx.status = 204
   })
 }

@@ -3,6 +3,7 @@ import { Readable } from 'node:stream'
 import type { Middleware } from 'koa'
 import type { Authenticator } from '../../auth/authenticator.js'
 import { authorizeEphemeralProxy, preconfiguredProxyPrincipal, unknownProxyKey } from '../../auth/policies.js'
+import type { AuditRecorder } from '../../audit/audit-log.js'
 import { AppError, type Problem } from '../../errors/index.js'
 import type { ResolvedProxy } from '../../proxies/service.js'
 import { discardBody, type Caller, type ProxyResult, type ProxyService } from '../../proxy/service.js'
@@ -10,6 +11,7 @@ import type { TenantSettingsCache } from '../../tenants/settings-cache.js'
 import type { AppContext, AppState } from '../context.js'
 import { authenticate, currentPrincipal } from '../middleware/authenticate.js'
 import { readRaw } from '../middleware/json-body.js'
+import { ProxyCallAudit } from '../proxy-audit.js'
 
 export interface ProxyRouteDeps {
   authenticator: Authenticator
@@ -18,6 +20,7 @@ export interface ProxyRouteDeps {
   proxies: { resolveKey(key: string): Promise<ResolvedProxy | undefined> }
   tenantSettings: TenantSettingsCache
   bodyLimitBytes: number
+  audit: AuditRecorder
 }
 
 export const PROXY_METHODS = ['POST', 'GET', 'PUT', 'PATCH', 'DELETE'] as const
@@ -52,8 +55,9 @@ async function handleProxy(ctx: AppContext, deps: ProxyRouteDeps): Promise<void>
   const query = ctx.querystring
   const destination = deps.proxy.destination(ctx.get('svc-proxy-url') || undefined, path, query)
   const body = await readBody(ctx.req, deps.bodyLimitBytes)
-  const result = await deps.proxy.call({ principal, method: ctx.method, destination, path, query, headers: ctx.req.rawHeaders, body, caller: new CallerLink(ctx) })
-  sendResult(ctx, result)
+  const audit = new ProxyCallAudit(ctx, deps.audit, destination, undefined)
+  const result = await deps.proxy.call({ principal, method: ctx.method, destination, path, query, headers: ctx.req.rawHeaders, body, caller: new CallerLink(ctx), audit }).catch(auditFailure(audit))
+  sendAudited(ctx, result, audit)
 }
 
 /**
@@ -76,8 +80,24 @@ async function handlePreconfigured(ctx: AppContext, deps: ProxyRouteDeps, proxyK
   const query = ctx.querystring
   const destination = service.destination(proxy.destination_url, path, query)
   const body = await readBody(ctx.req, deps.bodyLimitBytes)
-  const result = await service.call({ principal, actor, method: ctx.method, destination, path, query, headers: ctx.req.rawHeaders, body, caller: new CallerLink(ctx) })
-  sendResult(ctx, result)
+  const audit = new ProxyCallAudit(ctx, deps.audit, destination, proxy.id)
+  const result = await service.call({ principal, actor, method: ctx.method, destination, path, query, headers: ctx.req.rawHeaders, body, caller: new CallerLink(ctx), audit }).catch(auditFailure(audit))
+  sendAudited(ctx, result, audit)
+}
+
+const auditFailure = (audit: ProxyCallAudit) => (err: unknown): never => {
+  audit.failed(err)
+  throw err
+}
+
+function sendAudited(ctx: AppContext, result: ProxyResult, audit: ProxyCallAudit): void {
+  try {
+    sendResult(ctx, result)
+  } catch (err) {
+    audit.failed(err)
+    throw err
+  }
+  audit.ended(result.status, result.destinationStatus)
 }
 
 // Without Content-Length or Transfer-Encoding an HTTP/1.1 request has no body (RFC 9112 6.3).

@@ -1,5 +1,9 @@
+import { randomUUID } from 'node:crypto'
+import type { AuditRecorder } from '../../audit/audit-log.js'
+import type { AuditEvent } from '../../audit/events.js'
 import { AppError } from '../../errors/index.js'
-import type { ReactResult, ReactorsService } from '../../reactors/service.js'
+import type { ReactResult, ReactorAudit, ReactorsService } from '../../reactors/service.js'
+import { changeEvent, requestAudit } from '../audit-context.js'
 import type { AppContext } from '../context.js'
 import type { AppRouter } from '../context.js'
 import { jsonBody } from '../middleware/json-body.js'
@@ -14,10 +18,12 @@ const parseReactor = validator(ReactorBody)
 const parseReact = validator(ReactBody)
 const parseList = validator(ListReactorsQuery, { query: true })
 
-export function reactorRoutes(router: AppRouter, reactors: ReactorsService, body: BodyParsers, payloadMaxBytes: number): void {
+export function reactorRoutes(router: AppRouter, reactors: ReactorsService, audit: AuditRecorder, body: BodyParsers, payloadMaxBytes: number): void {
   router.post('/reactors', requirePermission('reactor:create'), body.json, async (ctx) => {
+    const reactor = await reactors.createReactor(currentPrincipal(ctx.state), parseReactor(ctx.state.body))
+    await audit.record([changeEvent(ctx, 'reactor.create', 'reactor', reactor.id, 201)])
     ctx.status = 201
-    ctx.body = presentReactor(await reactors.createReactor(currentPrincipal(ctx.state), parseReactor(ctx.state.body)))
+    ctx.body = presentReactor(reactor)
   })
 
   router.get('/reactors', requirePermission('reactor:read'), async (ctx) => {
@@ -31,24 +37,48 @@ export function reactorRoutes(router: AppRouter, reactors: ReactorsService, body
   })
 
   router.put('/reactors/:id', requirePermission('reactor:update'), body.json, async (ctx) => {
-    ctx.body = presentReactor(await reactors.updateReactor(currentPrincipal(ctx.state), ctx.params.id!, parseReactor(ctx.state.body)))
+    const reactor = await reactors.updateReactor(currentPrincipal(ctx.state), ctx.params.id!, parseReactor(ctx.state.body))
+    await audit.record([changeEvent(ctx, 'reactor.update', 'reactor', reactor.id, 200)])
+    ctx.body = presentReactor(reactor)
   })
 
   router.delete('/reactors/:id', requirePermission('reactor:delete'), async (ctx) => {
     await reactors.deleteReactor(currentPrincipal(ctx.state), ctx.params.id!)
+    await audit.record([changeEvent(ctx, 'reactor.delete', 'reactor', ctx.params.id!, 204)])
     ctx.status = 204
   })
 
   // The payload limit is enforced while reading the body: 413 before any isolate is touched.
   router.post('/reactors/:id/react', requirePermission('token:use', ['private']), jsonBody({ limitBytes: payloadMaxBytes }), async (ctx) => {
     const { args } = parseReact(ctx.state.body)
-    const result = await reactors.react(currentPrincipal(ctx.state), ctx.params.id!, args)
+    const result = await reactors.react(currentPrincipal(ctx.state), ctx.params.id!, args, reactorAudit(ctx, audit, ctx.params.id!))
     if (result.kind === 'response') {
       respondAsReactor(ctx, result)
       return
     }
     ctx.body = compact(result.body)
   })
+}
+
+/**
+ * `reactor.invoke` before the runtime gets the detokenized args, and `reactor.token_read` (its
+ * `parentId` is the invocation's entry) before each bridge call that hands the code plaintext;
+ * both fail-closed. Status 200 means "authorized, running": the answer is not known yet.
+ */
+function reactorAudit(ctx: AppContext, recorder: AuditRecorder, reactorId: string): ReactorAudit {
+  const id = randomUUID()
+  const event = (action: 'reactor.invoke' | 'reactor.token_read', tokenIds: ReadonlySet<string>): AuditEvent => ({
+    ...requestAudit(ctx),
+    action,
+    target: { type: 'reactor', ids: [reactorId] },
+    tokenIds: [...tokenIds],
+    outcome: 'success',
+    status: 200,
+  })
+  return {
+    invoking: (tokenIds) => recorder.record([{ ...event('reactor.invoke', tokenIds), id }]),
+    tokenRead: (tokenIds) => recorder.record([{ ...event('reactor.token_read', tokenIds), parentId: id }]),
+  }
 }
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/

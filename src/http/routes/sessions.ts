@@ -1,4 +1,6 @@
+import type { AuditRecorder } from '../../audit/audit-log.js'
 import type { SessionsService } from '../../vault/sessions.js'
+import { changeEvent } from '../audit-context.js'
 import type { AppRouter } from '../context.js'
 import { currentPrincipal } from '../middleware/authenticate.js'
 import { AuthorizeSessionBody } from '../schemas/sessions.js'
@@ -7,15 +9,17 @@ import type { BodyParsers } from './body-parsers.js'
 
 const parseAuthorize = validator(AuthorizeSessionBody)
 
-export function sessionRoutes(router: AppRouter, sessions: SessionsService, body: BodyParsers): void {
+export function sessionRoutes(router: AppRouter, sessions: SessionsService, audit: AuditRecorder, body: BodyParsers): void {
   router.post('/sessions', async (ctx) => {
     const s = await sessions.createSession(currentPrincipal(ctx.state))
+    await audit.record([changeEvent(ctx, 'session.create', 'session', s.id, 201)])
     ctx.status = 201
     ctx.body = { session_key: s.session_key, nonce: s.nonce, expires_at: s.expires_at.toISOString() }
   })
 
   router.post('/sessions/authorize', body.json, async (ctx) => {
-    const { expires_at } = await sessions.authorizeSession(currentPrincipal(ctx.state), parseAuthorize(ctx.state.body))
+    const { id, expires_at } = await sessions.authorizeSession(currentPrincipal(ctx.state), parseAuthorize(ctx.state.body))
+    await audit.record([changeEvent(ctx, 'session.authorize', 'session', id, 200)])
     ctx.body = { expires_at: expires_at.toISOString() }
   })
 }

@@ -1,7 +1,9 @@
 import { timingSafeEqual } from 'node:crypto'
 import type { Middleware } from 'koa'
+import type { AuditRecorder } from '../../audit/audit-log.js'
 import { AppError } from '../../errors/index.js'
 import type { TenantsService } from '../../tenants/service.js'
+import { changeEvent } from '../audit-context.js'
 import type { AppRouter, AppState } from '../context.js'
 import { currentPrincipal, requirePermission } from '../middleware/authenticate.js'
 import { presentApplication } from '../presenters/applications.js'
@@ -14,22 +16,26 @@ const parseCreate = validator(CreateTenantBody)
 const parseUpdate = validator(UpdateTenantBody)
 
 /** `POST /tenants`, authorized by the operator key rather than an Application key. */
-export function operatorRoutes(router: AppRouter, service: TenantsService, operatorKey: string | undefined, body: BodyParsers): void {
+export function operatorRoutes(router: AppRouter, service: TenantsService, audit: AuditRecorder, operatorKey: string | undefined, body: BodyParsers): void {
   router.post('/tenants', requireOperator(operatorKey), body.json, async (ctx) => {
     const { tenant, application, key } = await service.createTenant(parseCreate(ctx.state.body).name)
+    // The operator key names no one: the entry opens the new tenant's own chain.
+    await audit.record([{ ...changeEvent(ctx, 'tenant.create', 'tenant', tenant.id, 201), tenantId: tenant.id, actor: { kind: 'operator', id: null } }])
     ctx.status = 201
     ctx.body = { tenant: presentTenant(tenant), application: presentApplication(application, key) }
   })
 }
 
-export function tenantRoutes(router: AppRouter, service: TenantsService, body: BodyParsers): void {
+export function tenantRoutes(router: AppRouter, service: TenantsService, audit: AuditRecorder, body: BodyParsers): void {
   router.get('/tenants/self', requirePermission('tenant:read'), async (ctx) => {
     ctx.body = presentTenant(await service.getTenant(currentPrincipal(ctx.state).tenantId))
   })
 
   router.patch('/tenants/self', requirePermission('tenant:update'), body.mergePatch, async (ctx) => {
     const { settings } = parseUpdate(ctx.state.body)
-    ctx.body = presentTenant(await service.updateSettings(currentPrincipal(ctx.state).tenantId, settings))
+    const tenant = await service.updateSettings(currentPrincipal(ctx.state).tenantId, settings)
+    await audit.record([changeEvent(ctx, 'tenant.update', 'tenant', tenant.id, 200)])
+    ctx.body = presentTenant(tenant)
   })
 }
 

@@ -1,7 +1,9 @@
+import type { AuditRecorder } from '../../audit/audit-log.js'
 import { ValidationError } from '../../errors/index.js'
 import type { TokenService } from '../../vault/token-service.js'
 import type { AppRouter } from '../context.js'
 import { decodeCursor, encodeCursor } from '../cursor.js'
+import { tokenEvent } from '../audit-context.js'
 import { currentPrincipal, requirePermission } from '../middleware/authenticate.js'
 import { presentCursorPage } from '../presenters/common.js'
 import { presentToken } from '../presenters/tokens.js'
@@ -17,17 +19,19 @@ const parseMetadata = validator(MetadataFilter)
  * `GET /v2/tokens` and `POST /v2/tokens/search`: the v1 list and search (same permissions, same
  * access-rule scope, same transforms) paged by cursor, as the hosted service's node SDK calls them.
  */
-export function tokenV2Routes(router: AppRouter, tokens: TokenService, body: BodyParsers): void {
+export function tokenV2Routes(router: AppRouter, tokens: TokenService, audit: AuditRecorder, body: BodyParsers): void {
   router.get('/v2/tokens', requirePermission('token:read'), async (ctx) => {
     const q = parseList({ ...ctx.query })
     const filter = { ids: q.id, types: q.type, containers: q.container, fingerprints: q.fingerprint, metadata: metadataFilter(q.metadata) }
     const page = await tokens.listTokensFrom(currentPrincipal(ctx.state), filter, decodeCursor(q.start), q.size)
+    await audit.record([tokenEvent(ctx, 'token.list', page.items.map((v) => v.record.id), 200, page.items)])
     ctx.body = presentCursorPage(page.items, q.size, page.next && encodeCursor(page.next), presentToken)
   })
 
   router.post('/v2/tokens/search', requirePermission('token:search'), body.json, async (ctx) => {
     const q = parseSearch(ctx.state.body)
     const page = await tokens.searchTokensFrom(currentPrincipal(ctx.state), q.query, decodeCursor(q.start), q.size)
+    await audit.record([tokenEvent(ctx, 'token.search', page.items.map((v) => v.record.id), 200, page.items)])
     ctx.body = presentCursorPage(page.items, q.size, page.next && encodeCursor(page.next), presentToken)
   })
 }

@@ -1,6 +1,7 @@
 import type { Services } from '../../services.js'
 import { detokenizeValue, tokenizeValue } from '../../vault/tokenize.js'
 import type { AppRouter } from '../context.js'
+import { tokenEvent } from '../audit-context.js'
 import { currentPrincipal, requirePermission } from '../middleware/authenticate.js'
 import { presentPage } from '../presenters/common.js'
 import { presentToken } from '../presenters/tokens.js'
@@ -14,45 +15,58 @@ const parseList = validator(ListTokensQuery, { query: true })
 const parseSearch = validator(SearchTokensBody)
 
 export function tokenRoutes(router: AppRouter, services: Services, body: BodyParsers): void {
-  const { tokens } = services
+  const { tokens, audit } = services
 
   router.post('/tokens', requirePermission('token:create'), body.json, async (ctx) => {
+    const view = await tokens.createToken(currentPrincipal(ctx.state), parseCreate(ctx.state.body))
+    await audit.record([tokenEvent(ctx, 'token.create', [view.record.id], 201, [view])])
     ctx.status = 201
-    ctx.body = presentToken(await tokens.createToken(currentPrincipal(ctx.state), parseCreate(ctx.state.body)))
+    ctx.body = presentToken(view)
   })
 
   router.get('/tokens', requirePermission('token:read'), async (ctx) => {
     const { metadata, rest } = splitMetadata(ctx.query)
     const q = parseList(rest)
     const page = await tokens.listTokens(currentPrincipal(ctx.state), { ids: q.id, types: q.type, containers: q.container, metadata }, q.page, q.size)
+    await audit.record([tokenEvent(ctx, 'token.list', page.items.map((v) => v.record.id), 200, page.items)])
     ctx.body = presentPage(page.items, page.total, q.page, q.size, presentToken)
   })
 
   router.post('/tokens/search', requirePermission('token:search'), body.json, async (ctx) => {
     const q = parseSearch(ctx.state.body)
     const page = await tokens.searchTokens(currentPrincipal(ctx.state), q.query, q.page, q.size)
+    await audit.record([tokenEvent(ctx, 'token.search', page.items.map((v) => v.record.id), 200, page.items)])
     ctx.body = presentPage(page.items, page.total, q.page, q.size, presentToken)
   })
 
   router.get('/tokens/:id', requirePermission('token:read'), async (ctx) => {
-    ctx.body = presentToken(await tokens.getToken(currentPrincipal(ctx.state), ctx.params.id!))
+    const view = await tokens.getToken(currentPrincipal(ctx.state), ctx.params.id!)
+    await audit.record([tokenEvent(ctx, 'token.read', [view.record.id], 200, [view])])
+    ctx.body = presentToken(view)
   })
 
   router.patch('/tokens/:id', requirePermission('token:update'), body.mergePatch, async (ctx) => {
-    ctx.body = presentToken(await tokens.updateToken(currentPrincipal(ctx.state), ctx.params.id!, parseUpdate(ctx.state.body)))
+    const view = await tokens.updateToken(currentPrincipal(ctx.state), ctx.params.id!, parseUpdate(ctx.state.body))
+    await audit.record([tokenEvent(ctx, 'token.update', [view.record.id], 200, [view])])
+    ctx.body = presentToken(view)
   })
 
   router.delete('/tokens/:id', requirePermission('token:delete'), async (ctx) => {
     await tokens.deleteToken(currentPrincipal(ctx.state), ctx.params.id!)
+    await audit.record([tokenEvent(ctx, 'token.delete', [ctx.params.id!], 204)])
     ctx.status = 204
   })
 
   router.post('/tokenize', requirePermission('token:create'), body.json, async (ctx) => {
-    ctx.body = await tokenizeValue(services, currentPrincipal(ctx.state), ctx.state.body, presentToken)
+    ctx.body = await tokenizeValue(services, currentPrincipal(ctx.state), ctx.state.body, presentToken, undefined, (ids, views) =>
+      audit.record([tokenEvent(ctx, 'token.create', ids, 200, views)]),
+    )
   })
 
   router.post('/detokenize', requirePermission('token:read'), body.json, async (ctx) => {
-    ctx.body = await detokenizeValue(tokens, currentPrincipal(ctx.state), ctx.state.body, services.config.expressions.maxTokens)
+    ctx.body = await detokenizeValue(tokens, currentPrincipal(ctx.state), ctx.state.body, services.config.expressions.maxTokens, 'token:read', (ids) =>
+      audit.record([{ ...tokenEvent(ctx, 'token.detokenize', [...ids], 200), tokenIds: [...ids] }]),
+    )
   })
 }
 

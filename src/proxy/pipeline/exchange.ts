@@ -35,10 +35,22 @@ export interface Exchange {
   readonly destination: Destination
   readonly incoming: IncomingParts
   readonly outgoing: OutgoingParts
+  /** The call's audit side (http/proxy-audit.ts); absent where nothing is audited (unit tests). */
+  readonly audit?: ExchangeAudit | undefined
+  /** Token ids the detokenize plugin put into the outgoing request (for the audit log). */
+  detokenized?: ReadonlySet<string> | undefined
   /** The destination's answer, set before `afterForward`; its body is still unread. */
   response: ForwardResponse | undefined
   /** The caller's side: `caller.signal` is aborted when the caller goes away; plugins doing I/O pass it on. */
   readonly caller: Caller
+}
+
+/** Both awaited, fail-closed: a rejection (the audit log is unavailable) stops the call with it. */
+export interface ExchangeAudit {
+  /** Before the request is forwarded, with the token ids detokenized into it (`proxy.request`). */
+  forwarding(tokenIds: readonly string[]): Promise<void>
+  /** Before a transform's bridge hands its code plaintext (`reactor.token_read`). */
+  tokenRead(tokenIds: ReadonlySet<string>): Promise<void>
 }
 
 /** `signal` is made on first use: an AbortSignal with a listener costs the hot path dearly. */

@@ -185,3 +185,30 @@ t.test('close gives up after the time-out on a database that does not answer', a
   t.match(await a, { status: 503 })
   t.equal(w.stats().dropped, 1)
 })
+
+t.test('a note on an idle writer waits for the next record and shares its transaction; alone, it is written after the linger', async (t) => {
+  const sink = manualSink()
+  const w = writer(sink.write, { noteLingerMs: 60_000 })
+  w.note(events(1))
+  await new Promise((r) => setImmediate(r))
+  t.equal(sink.calls.length, 0, 'no transaction for the note alone yet')
+  const recorded = w.record(events(2))
+  await sink.started(1)
+  t.equal(sink.calls[0]!.rows.length, 3, 'the noted and the recorded events share one transaction')
+  sink.calls[0]!.done()
+  await recorded
+
+  const soon = writer(sink.write, { noteLingerMs: 1 })
+  soon.note(events(1))
+  await new Promise((r) => setTimeout(r, 20)) // the linger timer is unref'd: something must keep the process up
+  await sink.started(2)
+  t.equal(sink.calls[1]!.rows.length, 1, 'written once the linger passed')
+  sink.calls[1]!.done()
+  const flushed = writer(sink.write, { noteLingerMs: 60_000 })
+  flushed.note(events(1))
+  const flushing = flushed.flush()
+  await sink.started(3)
+  sink.calls[2]!.done()
+  await flushing
+  t.equal(flushed.stats().written, 1, 'flush does not wait for the linger')
+})

@@ -1,8 +1,9 @@
 import t from 'tap'
-import { ConfigError, loadConfig } from '../../../src/config/index.js'
+import { ConfigError, describeConfig, loadConfig } from '../../../src/config/index.js'
 
 t.test('audit defaults: 400 days, fail-closed writes bounded at 3 s, pruning in the service', async (t) => {
   t.same(loadConfig({}).audit, {
+    enabled: true,
     secret: undefined,
     retentionDays: 400,
     writeTimeoutMs: 3000,
@@ -24,4 +25,12 @@ t.test('SVC_AUDIT_SECRET: one or more comma-separated secrets of at least 32 cha
   }
   const both = t.throws(() => loadConfig({ SVC_AUDIT_RETENTION_DAYS: '0', SVC_AUDIT_BATCH_MAX_EVENTS: '5000' })) as ConfigError
   t.match(both.problems, [/RETENTION/, /BATCH/])
+})
+
+t.test('SVC_AUDIT_ENABLED=false turns the log off (benchmarks); `describeConfig` hides SVC_AUDIT_SECRET', async (t) => {
+  t.equal(loadConfig({ SVC_AUDIT_ENABLED: 'false' }).audit.enabled, false)
+  const secret = 's'.repeat(40)
+  const described = JSON.stringify(describeConfig(loadConfig({ SVC_AUDIT_SECRET: secret })))
+  t.notMatch(described, secret)
+  t.match(described, /"secret":"\(hidden\)"/)
 })

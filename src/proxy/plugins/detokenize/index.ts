@@ -54,6 +54,7 @@ async function detokenize(exchange: Exchange, vault: TokenResolver, maxTokens: n
   const headers = planHeaders(outgoing.headers, budget)
   if (budget.ids.size === 0) return
   const lookup = await vault.resolve(exchange.principal, budget.ids, 'token:use')
+  exchange.detokenized = budget.ids
   // Render both before assigning either: a failure must not leave a half-substituted request.
   const newHeaders = headers?.(lookup)
   const newBody = body?.(lookup)

@@ -1,13 +1,12 @@
 import type { Readable } from 'node:stream'
 import type { JSONSchemaType } from 'ajv'
-import type { Principal } from '../../../auth/principal.js'
 import { AppError } from '../../../errors/index.js'
 import type { InvocationContext } from '../../../reactors/bridges.js'
 import type { ReactorInvocation, ReactorOutcome } from '../../../reactors/supervisor.js'
 import type { ForwardBody } from '../../forward.js'
 import { toForwardError } from '../../forward-errors.js'
 import { prepareRequestHeaders, type ResponseHeaders } from '../../headers.js'
-import type { ProxyPlugin, Respond } from '../../pipeline/index.js'
+import type { Exchange, ProxyPlugin, Respond } from '../../pipeline/index.js'
 import { discardBody } from '../../service.js'
 import { findHeader } from '../detokenize/header-templates.js'
 import {
@@ -79,7 +78,7 @@ export function requestTransformPlugin(runner: TransformRunner, limits: Transfor
         path: incoming.path,
         query: incoming.query,
       }
-      const outcome = await run(runner, 'request', config, args, exchange.actor)
+      const outcome = await run(runner, 'request', config, args, exchange)
       if (outcome.kind === 'response') return respondWith(outcome)
       const value = outcome.value
       if (!isRecord(value)) throw malformed('request', 'it must be an object {body, headers}.')
@@ -112,7 +111,7 @@ export function responseTransformPlugin(runner: TransformRunner, limits: Transfo
       const contentType = response.headers['content-type']
       const headerArg = responseHeaderArg(response.headers)
       const args = { body: bodyArg(raw, Array.isArray(contentType) ? contentType[0] : contentType), headers: headerArg, status: response.status }
-      const outcome = await run(runner, 'response', config, args, exchange.actor)
+      const outcome = await run(runner, 'response', config, args, exchange)
       if (outcome.kind === 'response') return respondWith(outcome)
       const value = outcome.value
       if (!isRecord(value)) throw malformed('response', 'it must be an object {body, headers, status}.')
@@ -124,8 +123,8 @@ export function responseTransformPlugin(runner: TransformRunner, limits: Transfo
   }
 }
 
-async function run(runner: TransformRunner, which: Which, config: TransformConfig, args: unknown, actor: Principal | undefined): Promise<ReactorOutcome> {
-  const context: InvocationContext = { actor }
+async function run(runner: TransformRunner, which: Which, config: TransformConfig, args: unknown, exchange: Exchange): Promise<ReactorOutcome> {
+  const context: InvocationContext = { actor: exchange.actor, tokenRead: exchange.audit?.tokenRead }
   try {
     return await runner.invoke({ tenantId: config.tenantId, reactorId: config.reactorId, version: config.version, code: config.code, args, configuration: config.configuration, context })
   } catch (err) {
