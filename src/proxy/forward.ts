@@ -34,8 +34,8 @@ export interface ForwardResponse {
 }
 
 export interface ForwarderOptions {
-  /** Headers time-out and body idle time-out (and connect time-out). Default 25 s. */
-  timeoutMs?: number
+  /** Headers time-out and body idle time-out (and connect time-out): SVC_PROXY_TIMEOUT_MS. */
+  timeoutMs: number
   allowPrivate: boolean
   allowHttp: boolean
 }
@@ -48,15 +48,13 @@ export interface Forwarder {
   abort(): Promise<void>
 }
 
-export const DEFAULT_TIMEOUT_MS = 25_000
-
 /**
  * One per app: a pooled keep-alive undici Agent whose connector enforces the destination policy
  * on the addresses actually connected to. Redirects are never followed (undici's request() does
  * not follow them), so a 3xx comes back as it came.
  */
 export function createForwarder(options: ForwarderOptions): Forwarder {
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
+  const { timeoutMs } = options
   const agent = new Agent({
     connect: createPolicyConnector(options.allowPrivate, timeoutMs),
     headersTimeout: timeoutMs,
