@@ -19,7 +19,7 @@ import {
   responseHeaderArg,
   returnedHeaders,
   returnedStatus,
-  type Which,
+  type TransformKind,
 } from './shapes.js'
 
 /** The Reactor runtime as transforms use it (the ReactorSupervisor). */
@@ -124,7 +124,7 @@ export function responseTransformPlugin(runner: TransformRunner, limits: Transfo
   }
 }
 
-async function run(runner: TransformRunner, which: Which, config: TransformConfig, args: unknown, actor: Principal | undefined): Promise<ReactorOutcome> {
+async function run(runner: TransformRunner, which: TransformKind, config: TransformConfig, args: unknown, actor: Principal | undefined): Promise<ReactorOutcome> {
   const context: InvocationContext = { actor }
   try {
     return await runner.invoke({ tenantId: config.tenantId, reactorId: config.reactorId, version: config.version, code: config.code, args, configuration: config.configuration, context })
