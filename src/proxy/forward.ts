@@ -2,36 +2,12 @@ import { Readable } from 'node:stream'
 import { Agent, type Dispatcher } from 'undici'
 import { AppError } from '../errors/index.js'
 import { createPolicyConnector } from './destination-policy.js'
-import type { Destination } from './destination-url.js'
 import { createInjectedSender } from './forward-injected.js'
+import type { ForwardRequest, ForwardResponse } from './forward-types.js'
 import { toForwardError } from './forward-errors.js'
-import { injectedHeaderProblem, prepareRequestHeaders, stripResponseHeaders, type HeaderInput, type ResponseHeaders } from './headers.js'
+import { injectedHeaderProblem, prepareRequestHeaders, stripResponseHeaders } from './headers.js'
 
-export type ForwardBody = Buffer | Uint8Array | string | Readable | null
-
-export interface ForwardRequest {
-  method: string
-  /** From buildDestination. */
-  destination: Destination
-  /** The incoming headers, unfiltered: forward() strips SVC-*, Host, Content-Length and hop-by-hop. */
-  headers: HeaderInput
-  body?: ForwardBody
-  /** Sent as Content-Length for a stream body; without it a stream goes chunked. */
-  contentLength?: number
-  /** Abort the outbound call when the client goes away. */
-  signal?: AbortSignal
-}
-
-export interface ForwardResponse {
-  status: number
-  /** Destination headers minus hop-by-hop ones; lower-case names, repeated ones as arrays. */
-  headers: ResponseHeaders
-  /**
-   * Streamed, never buffered. Errors (never ends cleanly) when the destination resets or stalls
-   * mid-body, so piping it aborts the client response. Destroy it if it is not consumed.
-   */
-  body: Readable
-}
+export type { ForwardBody, ForwardRequest, ForwardResponse } from './forward-types.js'
 
 export interface ForwarderOptions {
   /** Headers time-out and body idle time-out (and connect time-out): SVC_PROXY_TIMEOUT_MS. */

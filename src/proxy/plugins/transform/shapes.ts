@@ -80,10 +80,6 @@ export function returnedHeaders(which: TransformKind, value: unknown): [string, 
   return out
 }
 
-export function hasHeader(pairs: readonly [string, string][], lowerName: string): boolean {
-  return pairs.some(([name]) => name.toLowerCase() === lowerName)
-}
-
 /** A transform's status: an integer the caller can be answered with. */
 export function returnedStatus(value: unknown): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 200 || value > 599) {
