@@ -6,10 +6,14 @@
 
 const DOMAIN = ['applications', 'audit', 'auth', 'cache', 'config', 'errors', 'expressions', 'idempotency', 'proxies', 'proxy', 'ratelimit', 'reactors', 'store', 'tenants', 'vault']
 
+/** The domain parts above storage. */
+const FEATURES = ['applications', 'audit', 'auth', 'idempotency', 'proxies', 'proxy', 'reactors', 'tenants', 'vault']
+
 /** Zones from the widest to the narrowest: for a file in several, the last one wins. */
 const zones = [
   { name: 'root', files: ['src/**/*.ts'] },
   { name: 'domain', files: DOMAIN.map((d) => `src/${d}/**/*.ts`) },
+  { name: 'storage', files: ['src/store/**/*.ts', 'src/cache/**/*.ts'] },
   { name: 'store', files: ['src/store/**/*.ts'] },
   { name: 'redis-store', files: ['src/ratelimit/stores/redis.ts'] },
   { name: 'runtime-child', files: ['src/reactors/runtime/child/**/*.ts'] },
@@ -37,9 +41,14 @@ const restrictions = [
     liftedIn: ['runtime-child'],
   },
   {
+    patterns: FEATURES.map((f) => `**/${f}/**`),
+    message: 'Storage (store/, cache/) sits below the domain: it never imports a feature folder.',
+    appliesIn: ['storage', 'store'],
+  },
+  {
     patterns: ['**/http/**', '../http', '../../http'],
     message: 'Domain modules never import http/: routes call the domain, not the other way round.',
-    appliesIn: ['domain', 'store', 'redis-store', 'runtime-child'],
+    appliesIn: ['domain', 'storage', 'store', 'redis-store', 'runtime-child'],
   },
 ]
 

@@ -25,10 +25,14 @@ const refused: Array<[string, string, RegExp]> = [
   ['src/vault/probe.ts', "import { x } from '../http/presenters/tokens.js'", /never import http\//],
   ['src/proxy/plugins/probe.ts', "import { x } from '../../http/context.js'", /never import http\//],
   ['src/store/repositories/probe.ts', "import { x } from '../../http/cursor.js'", /never import http\//],
+  ['src/store/repositories/probe.ts', "import type { x } from '../../vault/token-builder.js'", /never imports a feature folder/],
+  ['src/cache/probe.ts', "import { x } from '../auth/principal.js'", /never imports a feature folder/],
 ]
 
 const allowed: Array<[string, string]> = [
   ['src/store/probe.ts', "import x from 'knex'"],
+  ['src/cache/probe.ts', "import { x } from '../store/index.js'"],
+  ['src/store/repositories/probe.ts', "import type { x } from '../../config/index.js'"],
   ['src/store/repositories/probe.ts', "import type { x } from 'pg'"],
   ['src/ratelimit/stores/redis.ts', "import x from 'ioredis'"],
   ['src/reactors/runtime/child/probe.ts', "import x from 'isolated-vm'"],
