@@ -100,12 +100,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const value = env[key]
     if (value !== undefined && value !== '') raw[key] = value
   }
-  const problems = validate(raw) ? [] : (validate.errors ?? []).map(describeSchemaError)
+  // Bounds are compared only once every value has its type.
+  const problems = validate(raw) ? orderingProblems(raw as RawConfig) : (validate.errors ?? []).map(describeSchemaError)
   problems.push(...valueProblems(env))
   if (problems.length > 0) throw new ConfigError(problems)
   const r = raw as RawConfig
-  const ordering = orderingProblems(r)
-  if (ordering.length > 0) throw new ConfigError(ordering)
   return deepFreeze({
     port: r.PORT,
     host: r.HOST,

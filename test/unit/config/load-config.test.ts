@@ -71,6 +71,8 @@ t.test('structured values are parsed at load: a bad master key or trusted proxy 
   t.match(err.problems, [/^PORT /, /^SVC_MASTER_KEY: entry 1 \(k1\): the key is not valid base64/, /^SVC_MASTER_KEY: entry 2 \(k1\): the key decodes to 5 bytes/, /^SVC_TRUSTED_PROXIES: "10.0.0.0\/33"/, /^SVC_TRUSTED_PROXIES: "proxy.local"/])
   t.equal(err.problems.length, 5)
   t.notMatch(err.message, 'c2hvcnQ', 'no key material in the message')
+  const both = t.throws(() => loadConfig({ SVC_REACTOR_QUEUE_PER_TENANT: '300', SVC_TRUSTED_PROXIES: 'proxy.local' })) as ConfigError
+  t.same(both.problems, ['SVC_REACTOR_QUEUE_PER_TENANT (300) must not exceed SVC_REACTOR_QUEUE_TOTAL (256)', 'SVC_TRUSTED_PROXIES: "proxy.local" is not an IP address or CIDR'], 'bounds and parsed values together')
   t.doesNotThrow(() => loadConfig({ SVC_MASTER_KEY: `k2:${randomBytes(32).toString('base64')},k1:${randomBytes(32).toString('base64')}`, SVC_TRUSTED_PROXIES: '10.0.0.0/8, ::1' }))
 })
 
