@@ -1,7 +1,7 @@
-import { appKey } from './tokens.js'
 import http from 'node:http'
 import type { Test } from 'tap'
 import { startTestApp, type TestApp } from './app.js'
+import { appKey } from './tokens.js'
 
 interface TapLike {
   teardown(fn: () => unknown): void

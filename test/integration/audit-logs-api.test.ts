@@ -1,9 +1,9 @@
-import { appKey } from '../helpers/tokens.js'
 import { randomUUID } from 'node:crypto'
 import t from 'tap'
 import { UNATTRIBUTED_TENANT } from '../../src/audit/events.js'
 import { startTestApp } from '../helpers/app.js'
 import { auditEvent, auditRows, defaultTenant } from '../helpers/audit.js'
+import { appKey } from '../helpers/tokens.js'
 
 const OPERATOR_KEY = 'operator-key-for-tests-0123456789abcdef'
 const app = await startTestApp(t, { SVC_OPERATOR_KEY: OPERATOR_KEY })

@@ -5,10 +5,10 @@
  * hang, and a 4xx stores nothing. Seeded, so a failure replays: FUZZ_SEED=<seed> (printed on
  * failure); FUZZ_RUNS sets the runs per route.
  */
-import { appKey } from '../helpers/tokens.js'
 import fc from 'fast-check'
 import t from 'tap'
 import { startTestApp, type TestApp } from '../helpers/app.js'
+import { appKey } from '../helpers/tokens.js'
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261125)
 const RUNS = Number(process.env.FUZZ_RUNS ?? 30)

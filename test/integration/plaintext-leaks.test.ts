@@ -1,8 +1,8 @@
-import { appKey } from '../helpers/tokens.js'
 import t from 'tap'
 import { startTestApp, type TestApp } from '../helpers/app.js'
 import { rawRequest } from '../helpers/proxy.js'
 import { closedPort, startStub } from '../helpers/stub-server.js'
+import { appKey } from '../helpers/tokens.js'
 
 /** A Luhn-valid card number that appears nowhere else (not a well-known test number). */
 function cardNumber(): string {

@@ -1,10 +1,10 @@
-import { appKey } from '../helpers/tokens.js'
 import http from 'node:http'
 import t from 'tap'
 import type { TestApp } from '../helpers/app.js'
 import { startTestApp } from '../helpers/app.js'
 import { assertProxyError, rawRequest, type RawRequest } from '../helpers/proxy.js'
 import { startStub } from '../helpers/stub-server.js'
+import { appKey } from '../helpers/tokens.js'
 
 const VISA = '4242424242424242'
 

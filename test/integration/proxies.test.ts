@@ -1,8 +1,8 @@
-import { appKey } from '../helpers/tokens.js'
 import t from 'tap'
 import { startTestApp } from '../helpers/app.js'
 import { assertProxyError, rawRequest } from '../helpers/proxy.js'
 import { startStub } from '../helpers/stub-server.js'
+import { appKey } from '../helpers/tokens.js'
 
 const OPERATOR_KEY = 'operator-key-0123456789abcdef0123456789'
 const ECHO = 'module.exports = async function (req) { const { args } = req; return { body: args.body, headers: args.headers } }'

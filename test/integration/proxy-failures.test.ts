@@ -1,7 +1,7 @@
-import { appKey } from '../helpers/tokens.js'
 import t from 'tap'
 import { assertProxyError, rawRequest, startProxyApp } from '../helpers/proxy.js'
 import { closedPort, startRawStub, startStub } from '../helpers/stub-server.js'
+import { appKey } from '../helpers/tokens.js'
 
 t.test('ephemeral proxy: failures are proxy_error without a destination status', async (t) => {
   const app = await startProxyApp(t, { SVC_PROXY_TIMEOUT_MS: '300', SVC_BODY_LIMIT_BYTES: '1024' })

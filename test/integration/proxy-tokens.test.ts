@@ -1,8 +1,8 @@
-import { appKey } from '../helpers/tokens.js'
 import t from 'tap'
 import type { TestApp } from '../helpers/app.js'
 import { assertProxyError, rawRequest, startProxyApp, type RawRequest } from '../helpers/proxy.js'
 import { startStub } from '../helpers/stub-server.js'
+import { appKey } from '../helpers/tokens.js'
 
 const CARD = { number: '4242424242424242', expiration_month: 12, expiration_year: 2030, cvc: '123' }
 
