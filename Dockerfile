@@ -37,5 +37,5 @@ EXPOSE 3000
 HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # The Reactor runtime child is forked with `node --no-node-snapshot` (isolated-vm needs it) by
-# src/reactors/runtime/launch.ts; the API process itself does not load isolated-vm.
+# src/reactors/runtime/host/launch.ts; the API process itself does not load isolated-vm.
 CMD ["node", "--enable-source-maps", "dist/src/main.js"]

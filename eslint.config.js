@@ -1,5 +1,6 @@
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
+import { importZones } from './eslint.zones.js'
 
 export default tseslint.config(
   { ignores: ['dist/**', 'node_modules/**', 'data/**', 'bench/results/**', '.tap/**', 'reactors/**', 'tmp/**'] },
@@ -15,4 +16,5 @@ export default tseslint.config(
     files: ['src/config/**', 'test/**', 'bench/**', 'migrations/**'],
     rules: { 'no-restricted-syntax': 'off' },
   },
+  ...importZones,
 )

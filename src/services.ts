@@ -4,7 +4,7 @@ import { applicationsService, type ApplicationsService } from './applications/se
 import { applicationKeysService, type ApplicationKeysService } from './applications/keys-service.js'
 import { auditKeyring } from './audit/audit-keys.js'
 import { createAuditLog, type AuditLog } from './audit/audit-log.js'
-import { keyHasher, type KeyHasher } from './auth/api-keys.js'
+import { apiKeyHasher, type ApiKeyHasher } from './auth/api-keys.js'
 import { createAuthenticator, type Authenticator } from './auth/authenticator.js'
 import { applicationLookup } from './auth/application-lookup.js'
 import type { Config } from './config/index.js'
@@ -41,7 +41,7 @@ export interface Services {
   store: Store
   /** How every cache learns of changes, here and in the other processes. */
   bus: InvalidationBus
-  hasher: KeyHasher
+  hasher: ApiKeyHasher
   authenticator: Authenticator
   applications: ApplicationsService
   applicationKeys: ApplicationKeysService
@@ -67,7 +67,7 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
   const limiter = instrumentLimiter(createRateLimiter({ config, logger }), metrics)
   const store = await openStore(config, { logger, ...dbOptions })
   const bus = createInvalidationBus(store.db, logger)
-  const hasher = keyHasher(secrets.keyHashSecret)
+  const hasher = apiKeyHasher(secrets.keyHashSecret)
   const authenticator = createAuthenticator({ bus, hasher, logger, lookups: [applicationLookup(store), sessionLookup(store)] })
   await authenticator.start()
   const applications = applicationsService({ store, hasher, authenticator })

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { newApiKey, type KeyHasher } from '../auth/api-keys.js'
+import { newApiKey, type ApiKeyHasher } from '../auth/api-keys.js'
 import type { Authenticator } from '../auth/authenticator.js'
 import { authorizeApplicationChange } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
@@ -22,7 +22,7 @@ export interface KeyWithSecret {
  * clients to it, delete the old one. Minting or deleting a key is authorized exactly like
  * regenerate (the caller's grants must cover the Application's), since a key is its grants.
  */
-export function applicationKeysService(deps: { store: Store; hasher: KeyHasher; authenticator: Authenticator; applications: ApplicationsService }) {
+export function applicationKeysService(deps: { store: Store; hasher: ApiKeyHasher; authenticator: Authenticator; applications: ApplicationsService }) {
   const { store, hasher, authenticator, applications } = deps
 
   const notFound = () => new AppError('not_found', { detail: 'No key with this id on this Application.' })

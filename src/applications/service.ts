@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { newApiKey, type KeyHasher } from '../auth/api-keys.js'
+import { newApiKey, type ApiKeyHasher } from '../auth/api-keys.js'
 import type { Authenticator } from '../auth/authenticator.js'
 import { validateRules } from '../auth/access-rules.js'
 import { isKnownPermission, mayHold } from '../auth/permissions.js'
@@ -10,7 +10,7 @@ import type { AccessRuleRecord, ApplicationFilter, ApplicationRecord, Applicatio
 
 export interface ApplicationsDeps {
   store: Store
-  hasher: KeyHasher
+  hasher: ApiKeyHasher
   authenticator: Authenticator
 }
 

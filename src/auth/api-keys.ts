@@ -35,14 +35,14 @@ export function generateApiKey(prefix = 'key_'): string {
   return out
 }
 
-export interface KeyHasher {
+export interface ApiKeyHasher {
   hash(key: string): string
   /** Constant-time comparison of two key hashes. */
   sameHash(a: string, b: string): boolean
 }
 
 /** Keys are stored only as HMAC-SHA-256 under a server secret, so a database dump reveals none. */
-export function keyHasher(secret: string): KeyHasher {
+export function apiKeyHasher(secret: string): ApiKeyHasher {
   const hash = (key: string) => createHmac('sha256', secret).update(key).digest('hex')
   return {
     hash,

@@ -3,7 +3,7 @@ import { approximateBytes } from '../cache/approximate-bytes.js'
 import { createInvalidatingCache } from '../cache/invalidating-cache.js'
 import type { InvalidationBus } from '../cache/invalidation-bus.js'
 import { AppError } from '../errors/index.js'
-import { looksLikeKey, type KeyHasher } from './api-keys.js'
+import { looksLikeKey, type ApiKeyHasher } from './api-keys.js'
 import type { Principal, PrincipalLookup } from './principal.js'
 
 /** Publishes the key hash of every key that changed or went; caches keyed by principal follow it. */
@@ -24,7 +24,7 @@ export interface Authenticator {
  * A key that is regenerated or deleted must stop working at once in every Tessera process:
  * the invalidating cache drops it everywhere (and caches nothing while it could miss that).
  */
-export function createAuthenticator(deps: { bus: InvalidationBus; hasher: KeyHasher; lookups: PrincipalLookup[]; logger: Logger }): Authenticator {
+export function createAuthenticator(deps: { bus: InvalidationBus; hasher: ApiKeyHasher; lookups: PrincipalLookup[]; logger: Logger }): Authenticator {
   const cache = createInvalidatingCache<Principal>({ bus: deps.bus, channel: AUTH_CHANNEL, maxEntries: 50_000, maxBytes: 32 * 1024 * 1024, sizeOf: approximateBytes })
 
   async function lookup(keyHash: string): Promise<Principal | undefined> {

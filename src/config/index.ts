@@ -1,2 +1,3 @@
-export { loadConfig, testConfig, ConfigError, rateScopes, type Config, type RateScope, type RateRule } from './load-config.js'
+export { loadConfig, testConfig, ConfigError, type Config, type RateRule } from './load-config.js'
+export { rateScopes, mapScopes, type RateScope } from './rate-scopes.js'
 export { describeConfig } from './describe.js'

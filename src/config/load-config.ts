@@ -1,9 +1,9 @@
 import { Ajv } from 'ajv'
+import { parseRange } from '../ratelimit/client-ip.js'
+import { KeyringError, parseKeyring } from '../vault/crypto/parse-keyring.js'
+import { mapScopes, rateVariable, type RateScope } from './rate-scopes.js'
 import { runtimeChildEnv } from './runtime-env.js'
 import { configSchema, type RawConfig } from './schema.js'
-
-export type RateScope = 'global' | 'portal' | 'tokens_search' | 'tokens_list' | 'tokens_create'
-export const rateScopes: readonly RateScope[] = ['global', 'portal', 'tokens_search', 'tokens_list', 'tokens_create']
 
 export interface RateRule {
   limit: number
@@ -93,19 +93,22 @@ export class ConfigError extends Error {
 const ajv = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: true, strict: false })
 const validate = ajv.compile<RawConfig>(configSchema)
 
-/** Validates every variable at once and returns a frozen Config; throws ConfigError listing all problems. */
+/**
+ * Validates every variable at once (the schema, then the parsers of structured values, then the
+ * bounds that only make sense in order) and returns a frozen Config; throws ConfigError listing
+ * every problem.
+ */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const raw: Record<string, unknown> = {}
   for (const key of Object.keys(configSchema.properties)) {
     const value = env[key]
     if (value !== undefined && value !== '') raw[key] = value
   }
-  if (!validate(raw)) {
-    throw new ConfigError((validate.errors ?? []).map((e) => `${e.instancePath.slice(1) || 'config'} ${e.message ?? 'is invalid'}${e.params && 'allowedValues' in e.params ? ` (${String(e.params.allowedValues)})` : ''}`))
-  }
+  // Bounds are compared only once every value has its type.
+  const problems = validate(raw) ? orderingProblems(raw as RawConfig) : (validate.errors ?? []).map(describeSchemaError)
+  problems.push(...valueProblems(env))
+  if (problems.length > 0) throw new ConfigError(problems)
   const r = raw as RawConfig
-  const ordering = orderingProblems(r)
-  if (ordering.length > 0) throw new ConfigError(ordering)
   return deepFreeze({
     port: r.PORT,
     host: r.HOST,
@@ -158,17 +161,45 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       blockSeconds: r.SVC_RATE_LIMIT_BLOCK_SECONDS,
       keyPrefix: r.SVC_RATE_LIMIT_KEY_PREFIX,
       redisCommandTimeoutMs: r.SVC_REDIS_COMMAND_TIMEOUT_MS,
-      trustedProxies: r.SVC_TRUSTED_PROXIES.split(',').map((s) => s.trim()).filter(Boolean),
+      trustedProxies: listEntries(r.SVC_TRUSTED_PROXIES),
       ipv6PrefixLength: r.SVC_RATE_LIMIT_IPV6_PREFIX,
-      scopes: {
-        global: parseRate(r.SVC_RATE_LIMIT_GLOBAL),
-        portal: parseRate(r.SVC_RATE_LIMIT_PORTAL),
-        tokens_search: parseRate(r.SVC_RATE_LIMIT_TOKENS_SEARCH),
-        tokens_list: parseRate(r.SVC_RATE_LIMIT_TOKENS_LIST),
-        tokens_create: parseRate(r.SVC_RATE_LIMIT_TOKENS_CREATE),
-      },
+      scopes: mapScopes((scope) => parseRate(r[rateVariable(scope)])),
     },
   })
+}
+
+function describeSchemaError(e: NonNullable<typeof validate.errors>[number]): string {
+  const allowed = e.params && 'allowedValues' in e.params ? ` (${String(e.params.allowedValues)})` : ''
+  return `${e.instancePath.slice(1) || 'config'} ${e.message ?? 'is invalid'}${allowed}`
+}
+
+/**
+ * Values with a structure of their own, checked by the parser that later reads them, so a bad one
+ * stops the start (exit 2) rather than failing when the app is built. No message quotes key material.
+ */
+function valueProblems(env: Record<string, string | undefined>): string[] {
+  const problems: string[] = []
+  const masterKey = env.SVC_MASTER_KEY
+  if (masterKey) {
+    try {
+      parseKeyring(masterKey)
+    } catch (err) {
+      if (!(err instanceof KeyringError)) throw err
+      problems.push(...err.problems.map((p) => `SVC_MASTER_KEY: ${p}`))
+    }
+  }
+  for (const entry of listEntries(env.SVC_TRUSTED_PROXIES ?? '')) {
+    try {
+      parseRange(entry)
+    } catch (err) {
+      problems.push(err instanceof Error ? err.message : String(err))
+    }
+  }
+  return problems
+}
+
+function listEntries(value: string): string[] {
+  return value.split(',').map((s) => s.trim()).filter(Boolean)
 }
 
 /**

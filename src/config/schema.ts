@@ -1,7 +1,9 @@
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static, type TString } from '@sinclair/typebox'
+import { defaultRates, rateScopes, rateVariable, type RateVariable } from './rate-scopes.js'
 
 const rate = Type.String({ pattern: '^[1-9][0-9]*/[1-9][0-9]*$', description: '<count>/<seconds>' })
 const positiveInt = (min: number, max: number, dflt: number) => Type.Integer({ minimum: min, maximum: max, default: dflt })
+const rateVariables = Object.fromEntries(rateScopes.map((scope) => [rateVariable(scope), Type.String({ ...rate, default: defaultRates[scope] })])) as Record<RateVariable, TString>
 
 /**
  * Every environment variable Tessera reads, with its default. Values arrive as strings and are
@@ -43,15 +45,12 @@ export const configSchema = Type.Object(
     SVC_REACTOR_WARM_PER_REACTOR: positiveInt(0, 1000, 8),
     SVC_REACTOR_WARM_TOTAL: positiveInt(0, 100_000, 64),
     SVC_REACTOR_WARM_IDLE_MS: positiveInt(0, 86_400_000, 60_000),
-    SVC_RATE_LIMIT_GLOBAL: Type.String({ ...rate, default: '1000/10' }),
-    SVC_RATE_LIMIT_PORTAL: Type.String({ ...rate, default: '600/10' }),
-    SVC_RATE_LIMIT_TOKENS_SEARCH: Type.String({ ...rate, default: '50/10' }),
-    SVC_RATE_LIMIT_TOKENS_LIST: Type.String({ ...rate, default: '100/10' }),
-    SVC_RATE_LIMIT_TOKENS_CREATE: Type.String({ ...rate, default: '200/10' }),
+    ...rateVariables,
     SVC_RATE_LIMIT_BLOCK_SECONDS: positiveInt(1, 86_400, 10),
     SVC_RATE_LIMIT_ENABLED: Type.Boolean({ default: true }),
     SVC_RATE_LIMIT_KEY_PREFIX: Type.String({ pattern: '^[A-Za-z0-9:_.-]{1,64}$', default: 'tessera:rl:' }),
     SVC_REDIS_COMMAND_TIMEOUT_MS: positiveInt(1, 60_000, 250),
+    // Comma-separated IP addresses and CIDR ranges; each entry is checked by loadConfig.
     SVC_TRUSTED_PROXIES: Type.String({ default: '' }),
     SVC_RATE_LIMIT_IPV6_PREFIX: positiveInt(1, 128, 64),
     SVC_EXPIRY_SWEEP_SECONDS: positiveInt(1, 86_400, 60),

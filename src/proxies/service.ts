@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { applicationPrincipal } from '../auth/application-lookup.js'
-import { looksLikeKey, newApiKey, type KeyHasher } from '../auth/api-keys.js'
+import { looksLikeKey, newApiKey, type ApiKeyHasher } from '../auth/api-keys.js'
 import { authorizeBinding } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import type { Config } from '../config/index.js'
@@ -42,7 +42,7 @@ export interface TransformCompiler extends TransformRunner {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const KINDS: readonly TransformKind[] = ['request', 'response']
 
-export function proxiesService(deps: { store: Store; bus: InvalidationBus; hasher: KeyHasher; supervisor: TransformCompiler; forwarder: Forwarder; tokens: TokenResolver; config: Config }) {
+export function proxiesService(deps: { store: Store; bus: InvalidationBus; hasher: ApiKeyHasher; supervisor: TransformCompiler; forwarder: Forwarder; tokens: TokenResolver; config: Config }) {
   const { store, supervisor, config } = deps
   const proxies = createPreconfiguredProxies({ forwarder: deps.forwarder, vault: deps.tokens, runner: supervisor, config })
   const cache = createProxyCache({

@@ -4,7 +4,7 @@ import { pipeline, Readable } from 'node:stream'
 import { assertPublicLiteral, policyLookup } from './destination-policy.js'
 import { destinationTimeoutError, upgradeRefusedError } from './forward-errors.js'
 import { stripResponseHeaders, type OutboundHeaders } from './headers.js'
-import type { ForwardBody, ForwardRequest, ForwardResponse } from './forward.js'
+import type { ForwardBody, ForwardRequest, ForwardResponse } from './forward-types.js'
 
 /**
  * The path for calls that carry SVC-PROXY-KEEP-ALIVE / SVC-PROXY-CONNECTION. undici refuses a

@@ -2,40 +2,16 @@ import { Readable } from 'node:stream'
 import { Agent, type Dispatcher } from 'undici'
 import { AppError } from '../errors/index.js'
 import { createPolicyConnector } from './destination-policy.js'
-import type { Destination } from './destination-url.js'
 import { createInjectedSender } from './forward-injected.js'
+import type { ForwardRequest, ForwardResponse } from './forward-types.js'
 import { toForwardError } from './forward-errors.js'
-import { injectedHeaderProblem, prepareRequestHeaders, stripResponseHeaders, type HeaderInput, type ResponseHeaders } from './headers.js'
+import { injectedHeaderProblem, prepareRequestHeaders, stripResponseHeaders } from './headers.js'
 
-export type ForwardBody = Buffer | Uint8Array | string | Readable | null
-
-export interface ForwardRequest {
-  method: string
-  /** From buildDestination. */
-  destination: Destination
-  /** The incoming headers, unfiltered: forward() strips SVC-*, Host, Content-Length and hop-by-hop. */
-  headers: HeaderInput
-  body?: ForwardBody
-  /** Sent as Content-Length for a stream body; without it a stream goes chunked. */
-  contentLength?: number
-  /** Abort the outbound call when the client goes away. */
-  signal?: AbortSignal
-}
-
-export interface ForwardResponse {
-  status: number
-  /** Destination headers minus hop-by-hop ones; lower-case names, repeated ones as arrays. */
-  headers: ResponseHeaders
-  /**
-   * Streamed, never buffered. Errors (never ends cleanly) when the destination resets or stalls
-   * mid-body, so piping it aborts the client response. Destroy it if it is not consumed.
-   */
-  body: Readable
-}
+export type { ForwardBody, ForwardRequest, ForwardResponse } from './forward-types.js'
 
 export interface ForwarderOptions {
-  /** Headers time-out and body idle time-out (and connect time-out). Default 25 s. */
-  timeoutMs?: number
+  /** Headers time-out and body idle time-out (and connect time-out): SVC_PROXY_TIMEOUT_MS. */
+  timeoutMs: number
   allowPrivate: boolean
   allowHttp: boolean
 }
@@ -48,15 +24,13 @@ export interface Forwarder {
   abort(): Promise<void>
 }
 
-export const DEFAULT_TIMEOUT_MS = 25_000
-
 /**
  * One per app: a pooled keep-alive undici Agent whose connector enforces the destination policy
  * on the addresses actually connected to. Redirects are never followed (undici's request() does
  * not follow them), so a 3xx comes back as it came.
  */
 export function createForwarder(options: ForwarderOptions): Forwarder {
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS
+  const { timeoutMs } = options
   const agent = new Agent({
     connect: createPolicyConnector(options.allowPrivate, timeoutMs),
     headersTimeout: timeoutMs,

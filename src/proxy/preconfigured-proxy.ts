@@ -5,6 +5,7 @@ import { createPipeline, registerPlugin, type Pipeline, type Registration } from
 import { destinationHeadersPlugin } from './plugins/destination-headers/index.js'
 import { detokenizePlugin, type TokenResolver } from './plugins/detokenize/index.js'
 import { requestTransformPlugin, responseTransformPlugin, type TransformRunner } from './plugins/transform/index.js'
+import type { TransformKind } from './plugins/transform/shapes.js'
 import { createProxyService, type ProxyService } from './service.js'
 
 /** What of a saved proxy shapes its pipeline. */
@@ -53,7 +54,7 @@ export function createPreconfiguredProxies(deps: { forwarder: Forwarder; vault: 
   }
 }
 
-export type TransformKind = 'request' | 'response'
+export type { TransformKind }
 
 /** The Reactor id a proxy's transform runs under: stable across saves (the version is what changes). */
 export function transformReactorId(proxyId: string, which: TransformKind): string {

@@ -65,7 +65,8 @@ export function createClientIpResolver(trustedProxies: readonly string[], ipv6Pr
   }
 }
 
-function parseRange(entry: string): Range {
+/** One SVC_TRUSTED_PROXIES entry (address or CIDR); throws naming the entry when malformed. */
+export function parseRange(entry: string): Range {
   try {
     if (entry.includes('/')) {
       const [addr, bits] = ipaddr.parseCIDR(entry)

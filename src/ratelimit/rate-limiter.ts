@@ -1,4 +1,4 @@
-import type { Config, RateScope } from '../config/index.js'
+import { mapScopes, type Config, type RateScope } from '../config/index.js'
 import { compileScopeHits, selectRouteScope } from './scopes.js'
 import { FallbackStore } from './stores/fallback.js'
 import { MemoryStore } from './stores/memory.js'
@@ -81,15 +81,8 @@ export function createRateLimiter(options: CreateRateLimiterOptions): RateLimite
 /** The scope list of every route scope, built once so a check allocates nothing for it. */
 function compileScopeLists(config: Config['rateLimit']): Record<RateScope | 'none', readonly ScopeHit[]> {
   const hits = compileScopeHits(config)
-  const withGlobal = (scope: RateScope) => Object.freeze([hits.global, hits[scope]])
-  return {
-    none: Object.freeze([hits.global]),
-    global: Object.freeze([hits.global]),
-    portal: withGlobal('portal'),
-    tokens_search: withGlobal('tokens_search'),
-    tokens_list: withGlobal('tokens_list'),
-    tokens_create: withGlobal('tokens_create'),
-  }
+  const globalOnly = Object.freeze([hits.global])
+  return { ...mapScopes((scope) => (scope === 'global' ? globalOnly : Object.freeze([hits.global, hits[scope]]))), none: globalOnly }
 }
 
 function disabledLimiter(): RateLimiter {

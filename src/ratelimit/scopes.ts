@@ -1,4 +1,4 @@
-import type { Config, RateScope } from '../config/index.js'
+import { mapScopes, type Config, type RateScope } from '../config/index.js'
 import type { ScopeHit } from './types.js'
 
 /**
@@ -33,11 +33,5 @@ export function compileScopeHits(config: RateLimitConfig): Record<RateScope, Sco
     const rule = config.scopes[scope]
     return { scope, limit: rule.limit, windowMs: rule.windowSeconds * 1000, blockMs }
   }
-  return {
-    global: hit('global'),
-    portal: hit('portal'),
-    tokens_search: hit('tokens_search'),
-    tokens_list: hit('tokens_list'),
-    tokens_create: hit('tokens_create'),
-  }
+  return mapScopes(hit)
 }

@@ -4,15 +4,15 @@ import type { Socket } from 'node:net'
 import type { Logger } from 'pino'
 import type { Config } from '../config/index.js'
 import { AppError, ValidationError } from '../errors/index.js'
-import type { HostBridges } from './runtime/bridge-dispatch.js'
-import { RuntimeConnection } from './runtime/connection.js'
-import { runtimeLaunchSpec } from './runtime/launch.js'
-import { toOutcome, type ReactorOutcome } from './runtime/outcome.js'
-import { LANE_FD_BASE, type ChildMessage, type ParentMessage, type StartKind } from './runtime/protocol.js'
+import type { HostBridges } from './runtime/host/bridge-dispatch.js'
+import { RuntimeConnection } from './runtime/host/connection.js'
+import { runtimeLaunchSpec } from './runtime/host/launch.js'
+import { toOutcome, type ReactorOutcome } from './runtime/host/outcome.js'
+import { LANE_FD_BASE, type ChildMessage, type ParentMessage, type StartKind } from './runtime/shared/protocol.js'
 import { Admission, type AdmissionStats } from './scheduling/admission.js'
 import { WarmPool } from './scheduling/warm-pool.js'
 
-export type { BridgeFetchRequest, BridgeFetchResponse, HostBridges } from './runtime/bridge-dispatch.js'
+export type { BridgeFetchRequest, BridgeFetchResponse, HostBridges } from './runtime/host/bridge-dispatch.js'
 
 export interface ReactorInvocation {
   /** Whose call it is: the fairness caps count per tenant. */
@@ -27,7 +27,7 @@ export interface ReactorInvocation {
   context: unknown
 }
 
-export type { ReactorOutcome } from './runtime/outcome.js'
+export type { ReactorOutcome } from './runtime/host/outcome.js'
 
 export interface ReactorStats {
   coldStarts: number

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
-import { newApiKey, type KeyHasher } from '../auth/api-keys.js'
+import { newApiKey, type ApiKeyHasher } from '../auth/api-keys.js'
 import { fullCeiling, permissionsFor } from '../auth/permissions.js'
 import { AppError } from '../errors/index.js'
 import type { TenantSettingsCache } from './settings-cache.js'
@@ -12,7 +12,7 @@ export interface TenantWithKey {
   key: string
 }
 
-export function tenantsService(deps: { store: Store; hasher: KeyHasher; settings: Pick<TenantSettingsCache, 'invalidate'> }) {
+export function tenantsService(deps: { store: Store; hasher: ApiKeyHasher; settings: Pick<TenantSettingsCache, 'invalidate'> }) {
   const { store, hasher } = deps
 
   /**

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { validatePermissions, validateRules } from '../auth/access-rules.js'
-import { generateApiKey, newApiKey, type KeyHasher } from '../auth/api-keys.js'
+import { generateApiKey, newApiKey, type ApiKeyHasher } from '../auth/api-keys.js'
 import { applicationPrincipal, holdsKey } from '../auth/application-lookup.js'
 import type { Authenticator } from '../auth/authenticator.js'
 import { authorizeGrant, authorizeSessionStep } from '../auth/policies.js'
@@ -25,7 +25,7 @@ export interface SessionGrant {
  * longer than either Application and acts within its authorizer's current grants (see
  * `sessionLookup`).
  */
-export function sessionsService(deps: { store: Store; hasher: KeyHasher; authenticator: Authenticator }) {
+export function sessionsService(deps: { store: Store; hasher: ApiKeyHasher; authenticator: Authenticator }) {
   const { store, hasher, authenticator } = deps
   return {
     async createSession(caller: Principal): Promise<{ id: string; session_key: string; nonce: string; expires_at: Date }> {

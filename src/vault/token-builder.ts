@@ -3,7 +3,7 @@ import { isValidContainer } from '../auth/access-rules.js'
 import { ValidationError, type FieldErrors } from '../errors/index.js'
 import { tokenIdProblem } from '../expressions/index.js'
 import type { TokenRecord } from '../store/index.js'
-import { encryptData, type KeyedHasher, type Keyring } from './crypto/index.js'
+import { encryptData, type TokenDataHasher, type Keyring } from './crypto/index.js'
 import { canonicalJson, fingerprintInput, getTokenType, maskProblems, searchIndexValues, validateDataTemplate, type TokenTypeName } from './types/index.js'
 
 /** The writable fields of a token, after schema validation. */
@@ -21,7 +21,7 @@ export interface TokenFields {
 
 export interface VaultCrypto {
   keyring: Keyring
-  hasher: KeyedHasher
+  hasher: TokenDataHasher
 }
 
 /**

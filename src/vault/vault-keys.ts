@@ -4,7 +4,7 @@ import type { Store } from '../store/index.js'
 import {
   generateHashSecret,
   HASH_SECRET_PURPOSE,
-  KeyedHasher,
+  TokenDataHasher,
   parseKeyring,
   rewrapSecret,
   unwrapSecret,
@@ -16,7 +16,7 @@ const CHECK_VALUES = 'master_key_check_values'
 const HASH_SECRET = 'hash_secret'
 
 export type VaultKeys =
-  | { ready: true; keyring: Keyring; hasher: KeyedHasher }
+  | { ready: true; keyring: Keyring; hasher: TokenDataHasher }
   | { ready: false; reason: string }
 
 interface StoredSecret {
@@ -42,7 +42,7 @@ export async function openVaultKeys(store: Store, masterKey: string, logger: Log
   }
   const values = { ...(recorded ? (JSON.parse(recorded) as Record<string, string>) : {}), ...keyring.checkValues() }
   await store.meta.set(CHECK_VALUES, JSON.stringify(values))
-  const hasher = new KeyedHasher(await loadHashSecret(store, keyring))
+  const hasher = new TokenDataHasher(await loadHashSecret(store, keyring))
   return { ready: true, keyring, hasher }
 }
 
@@ -70,7 +70,7 @@ export async function rewrapHashSecret(store: Store, keyring: Keyring): Promise<
   await store.meta.set(HASH_SECRET, JSON.stringify({ keyId: next.keyId, encryptedKey: next.encryptedKey.toString('base64') }))
 }
 
-export function requireReady(keys: VaultKeys): { keyring: Keyring; hasher: KeyedHasher } {
+export function requireReady(keys: VaultKeys): { keyring: Keyring; hasher: TokenDataHasher } {
   if (!keys.ready) throw new AppError('unavailable', { detail: 'The vault is unavailable: the configured master key does not match the database.' })
   return keys
 }

@@ -1,6 +1,7 @@
 import http from 'node:http'
 import type { Test } from 'tap'
 import { startTestApp, type TestApp } from './app.js'
+import { appKey } from './tokens.js'
 
 interface TapLike {
   teardown(fn: () => unknown): void
@@ -34,19 +35,13 @@ export interface ProxyTestApp extends TestApp {
 
 export async function startProxyApp(t: TapLike, env: Record<string, string> = {}): Promise<ProxyTestApp> {
   const app = await startTestApp(t, env)
-  const useKey = await createKey(app, { name: 'proxy caller', type: 'private', permissions: ['token:use'] })
+  const useKey = await appKey(app, { name: 'proxy caller', type: 'private', permissions: ['token:use'] })
   return {
     ...app,
     useKey,
     proxy: (target, req = {}) =>
       rawRequest(app.url, { ...req, path: req.path ?? '/proxy', headers: ['SVC-API-KEY', useKey, 'SVC-PROXY-URL', target, ...(req.headers ?? [])] }),
   }
-}
-
-export async function createKey(app: TestApp, body: object): Promise<string> {
-  const res = await app.request('POST', '/applications', { body })
-  if (res.status !== 201) throw new Error(`creating an Application failed: ${res.status} ${res.text}`)
-  return res.body.key as string
 }
 
 /**

@@ -3,8 +3,9 @@ import type { AuditAction } from '../../src/audit/events.js'
 import type { AuditRow } from '../../src/store/index.js'
 import type { TestApp } from '../helpers/app.js'
 import { auditRows, defaultTenant } from '../helpers/audit.js'
-import { createKey, rawRequest, startProxyApp } from '../helpers/proxy.js'
-import { startStub } from '../unit/proxy/fixtures/stub-server.js'
+import { rawRequest, startProxyApp } from '../helpers/proxy.js'
+import { appKey } from '../helpers/tokens.js'
+import { startStub } from '../helpers/stub-server.js'
 
 /**
  * One request per audited path, then its entry: who, what, how, and that no column of any
@@ -98,7 +99,7 @@ t.test('token create, read, list, search (v1 and v2), update, delete, detokenize
 
 t.test('a masked read records the transform, not the mask', async (t) => {
   const id = await newCard()
-  const masked = await createKey(app, { name: 'masked', type: 'private', rules: [{ priority: 1, container: '/pci/', transform: 'mask', permissions: ['token:read'] }] })
+  const masked = await appKey(app, { name: 'masked', type: 'private', rules: [{ priority: 1, container: '/pci/', transform: 'mask', permissions: ['token:read'] }] })
   const since = await headSeq()
   const res = await app.request('GET', `/tokens/${id}`, { key: masked })
   t.equal(res.status, 200)
@@ -193,7 +194,7 @@ t.test('management changes: Application, session, Reactor, proxy, tenant', async
   secrets.push(app1.body.key, regenerated.body.key, extra.body.key, proxy.body.key)
   noSecret(t, (await auditRows(app, tenant)).filter((r) => Number(r.seq) > since))
 
-  const pub = await createKey(app, { name: 'pub', type: 'public', permissions: ['token:create'] })
+  const pub = await appKey(app, { name: 'pub', type: 'public', permissions: ['token:create'] })
   const session = await rawRequest(app.url, { method: 'POST', path: '/sessions', headers: ['SVC-API-KEY', pub] })
   t.equal(session.status, 201)
   const authorized = await app.request('POST', '/sessions/authorize', { key, body: { nonce: session.json.nonce, permissions: ['token:create'] } })

@@ -4,7 +4,7 @@ import { AppError } from '../../src/errors/index.js'
 import { startTestApp } from '../helpers/app.js'
 import { auditEvent, auditRows } from '../helpers/audit.js'
 import { rawRequest } from '../helpers/proxy.js'
-import { startStub } from '../unit/proxy/fixtures/stub-server.js'
+import { startStub } from '../helpers/stub-server.js'
 
 const app = await startTestApp(t, { SVC_AUDIT_WRITE_TIMEOUT_MS: '300' })
 const knex = app.services.store.db.knex

@@ -3,12 +3,12 @@ import t from 'tap'
 import { UNATTRIBUTED_TENANT } from '../../src/audit/events.js'
 import { startTestApp } from '../helpers/app.js'
 import { auditEvent, auditRows, defaultTenant } from '../helpers/audit.js'
-import { createKey } from '../helpers/proxy.js'
+import { appKey } from '../helpers/tokens.js'
 
 const OPERATOR_KEY = 'operator-key-for-tests-0123456789abcdef'
 const app = await startTestApp(t, { SVC_OPERATOR_KEY: OPERATOR_KEY })
 const tenant = await defaultTenant(app)
-const readerKey = await createKey(app, { name: 'auditor', type: 'management', permissions: ['log:read'] })
+const readerKey = await appKey(app, { name: 'auditor', type: 'management', permissions: ['log:read'] })
 const reader = (await app.services.authenticator.authenticate(readerKey)).id
 // Creating the reader key is itself an entry (application.create): the events below follow it.
 await app.services.audit.flush()
@@ -100,8 +100,8 @@ t.test('malformed filters are 400 problem+json naming the parameter', async (t) 
 })
 
 t.test('log:read on a management key is required', async (t) => {
-  const other = await createKey(app, { name: 'apps only', type: 'management', permissions: ['application:read'] })
-  const privateKey = await createKey(app, { name: 'backend', type: 'private', permissions: ['token:read'] })
+  const other = await appKey(app, { name: 'apps only', type: 'management', permissions: ['application:read'] })
+  const privateKey = await appKey(app, { name: 'backend', type: 'private', permissions: ['token:read'] })
   t.equal((await app.request('GET', '/logs', { key: other })).status, 403)
   t.equal((await app.request('GET', '/logs', { key: privateKey })).status, 403)
   t.equal((await app.request('GET', '/logs', { key: null })).status, 401)
@@ -141,7 +141,7 @@ t.test('NDJSON export: oldest first, every entry of the range, in chunks', async
 t.test('reading the log, and refusals, are themselves audited', async (t) => {
   const traceId = `trace-${randomUUID()}`
   await app.request('GET', '/logs', { key: readerKey, headers: { 'SVC-TRACE-ID': traceId } })
-  const privateKey = await createKey(app, { name: 'nosy', type: 'private', permissions: ['token:read'] })
+  const privateKey = await appKey(app, { name: 'nosy', type: 'private', permissions: ['token:read'] })
   const privateId = (await app.services.authenticator.authenticate(privateKey)).id
   await app.request('GET', '/logs', { key: privateKey, headers: { 'SVC-TRACE-ID': `${traceId}-403` } })
   await app.request('GET', '/applications', { key: 'key_0123456789abcdefghijklmnopqrstuvwxyzABCD', headers: { 'SVC-TRACE-ID': `${traceId}-401` } })
@@ -158,7 +158,7 @@ t.test('reading the log, and refusals, are themselves audited', async (t) => {
 
 t.test('no column ever holds a key or token data', async (t) => {
   const card = '4111111111111111'
-  const privateKey = await createKey(app, { name: 'writer', type: 'private', permissions: ['token:create', 'token:read'] })
+  const privateKey = await appKey(app, { name: 'writer', type: 'private', permissions: ['token:create', 'token:read'] })
   const created = await app.request('POST', '/tokens', { key: privateKey, body: { type: 'card_number', data: card } })
   t.equal(created.status, 201)
   await app.request('GET', `/tokens/${created.body.id}`, { key: 'key_0123456789abcdefghijklmnopqrstuvwxyzWXYZ' })

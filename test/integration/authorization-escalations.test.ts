@@ -2,7 +2,7 @@ import type { Test } from 'tap'
 import t from 'tap'
 import { startTestApp, type TestApp } from '../helpers/app.js'
 import { card, VISA } from '../helpers/tokens.js'
-import { startStub } from '../unit/proxy/fixtures/stub-server.js'
+import { startStub } from '../helpers/stub-server.js'
 import { rawRequest } from '../helpers/proxy.js'
 
 // The eight escalations of issue 12, each tried as the attacker did against the old main.

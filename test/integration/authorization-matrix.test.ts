@@ -3,7 +3,7 @@ import t from 'tap'
 import { startTestApp, type TestApp } from '../helpers/app.js'
 import { bounded, containerGrants, dataUnder, sessionGrants, shown, TOKENS, type Decision, type Grant, type Tok } from '../helpers/authorization-model.js'
 import { rawRequest } from '../helpers/proxy.js'
-import { startStub, type Stub } from '../unit/proxy/fixtures/stub-server.js'
+import { startStub, type Stub } from '../helpers/stub-server.js'
 
 // Every route and bridge that shows token data x every kind of principal x generated rule
 // shapes: each answer must carry exactly what the documented decision allows (so never more).

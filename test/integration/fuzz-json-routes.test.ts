@@ -8,7 +8,7 @@
 import fc from 'fast-check'
 import t from 'tap'
 import { startTestApp, type TestApp } from '../helpers/app.js'
-import { createKey } from '../helpers/proxy.js'
+import { appKey } from '../helpers/tokens.js'
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261125)
 const RUNS = Number(process.env.FUZZ_RUNS ?? 30)
@@ -78,8 +78,8 @@ t.test('every JSON route: no 5xx, no hang, nothing stored on a 4xx', async (t) =
   const app = await startTestApp(t, { SVC_RATE_LIMIT_ENABLED: 'false', SVC_OPERATOR_KEY: operator, SVC_REACTOR_TIMEOUT_MS: '5000' })
   const admin = app.adminKey
   const rules = [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read', 'token:update', 'token:search', 'token:use'] }]
-  const priv = await createKey(app, { name: 'fuzz', type: 'private', rules })
-  const pub = await createKey(app, { name: 'fuzz public', type: 'public', rules: [{ priority: 1, container: '/', transform: 'mask', permissions: ['token:create'] }] })
+  const priv = await appKey(app, { name: 'fuzz', type: 'private', rules })
+  const pub = await appKey(app, { name: 'fuzz public', type: 'public', rules: [{ priority: 1, container: '/', transform: 'mask', permissions: ['token:create'] }] })
   const token = (await app.request('POST', '/tokens', { key: priv, body: { id: 'fuzz-token', type: 'token', data: { a: 1 }, metadata: { k: 'v' } } })).body.id as string
   const appId = (await app.request('POST', '/applications', { body: { name: 'target', type: 'private', permissions: ['token:read'] } })).body.id as string
   const code = 'module.exports = async (req) => ({ raw: req.args })'

@@ -1,7 +1,8 @@
 import t from 'tap'
 import { startTestApp, type TestApp } from '../helpers/app.js'
-import { createKey, rawRequest } from '../helpers/proxy.js'
-import { closedPort, startStub } from '../unit/proxy/fixtures/stub-server.js'
+import { rawRequest } from '../helpers/proxy.js'
+import { closedPort, startStub } from '../helpers/stub-server.js'
+import { appKey } from '../helpers/tokens.js'
 
 /** A Luhn-valid card number that appears nowhere else (not a well-known test number). */
 function cardNumber(): string {
@@ -33,7 +34,7 @@ t.test('a revealed card number reaches no log line and no error body, on every p
   const stalling = await startStub(t, () => {})
   const closed = `http://127.0.0.1:${await closedPort()}`
   const revealRules = [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read', 'token:use'] }]
-  const caller = await createKey(app, { name: 'caller', type: 'private', rules: revealRules })
+  const caller = await appKey(app, { name: 'caller', type: 'private', rules: revealRules })
   const actor = await app.request('POST', '/applications', { body: { name: 'actor', type: 'private', rules: revealRules } })
   const token = await app.request('POST', '/tokens', { key: caller, body: { type: 'card', data: { number: CARD, expiration_month: 12, expiration_year: 2031, cvc: '987' } } })
   t.equal(token.status, 201)

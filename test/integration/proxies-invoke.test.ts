@@ -2,8 +2,9 @@ import http from 'node:http'
 import t from 'tap'
 import type { TestApp } from '../helpers/app.js'
 import { startTestApp } from '../helpers/app.js'
-import { assertProxyError, createKey, rawRequest, type RawRequest } from '../helpers/proxy.js'
-import { startStub } from '../unit/proxy/fixtures/stub-server.js'
+import { assertProxyError, rawRequest, type RawRequest } from '../helpers/proxy.js'
+import { startStub } from '../helpers/stub-server.js'
+import { appKey } from '../helpers/tokens.js'
 
 const VISA = '4242424242424242'
 
@@ -23,8 +24,8 @@ t.test('pre-configured proxies: invocation', async (t) => {
   const app = await startTestApp(t, { SVC_REACTOR_TIMEOUT_MS: '1500' })
   const stub = await startStub(t)
   const decoy = await startStub(t)
-  const writer = await createKey(app, { name: 'writer', type: 'private', permissions: ['token:create'] })
-  const caller = await createKey(app, {
+  const writer = await appKey(app, { name: 'writer', type: 'private', permissions: ['token:create'] })
+  const caller = await appKey(app, {
     name: 'caller',
     type: 'private',
     rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:use', 'token:read'] }],
@@ -50,7 +51,7 @@ t.test('pre-configured proxies: invocation', async (t) => {
     assertProxyError(t, await send(proxy.key, {}, null), 401, 'no SVC-API-KEY')
     assertProxyError(t, await send(proxy.key, {}, `key_${'y'.repeat(43)}`), 401, 'unknown SVC-API-KEY')
     assertProxyError(t, await send(proxy.key, {}, app.adminKey), 403, 'management key')
-    const noUse = await createKey(app, { name: 'no use', type: 'private', permissions: ['token:read'] })
+    const noUse = await appKey(app, { name: 'no use', type: 'private', permissions: ['token:read'] })
     assertProxyError(t, await send(proxy.key, {}, noUse), 403, 'private key without token:use')
     assertProxyError(t, await send(`key_${'z'.repeat(43)}`, {}, null), 401, 'unknown SVC-PROXY-KEY alone')
   })
@@ -61,7 +62,7 @@ t.test('pre-configured proxies: invocation', async (t) => {
     const ok = await send(proxy.key, { body, headers: ['Content-Type', 'application/json'] })
     t.equal(ok.status, 200)
     t.same(JSON.parse(stub.seen.at(-1)!.body.toString()), { card: VISA })
-    const generalOnly = await createKey(app, { name: 'general', type: 'private', rules: [{ priority: 1, container: '/general/', transform: 'reveal', permissions: ['token:use'] }] })
+    const generalOnly = await appKey(app, { name: 'general', type: 'private', rules: [{ priority: 1, container: '/general/', transform: 'reveal', permissions: ['token:use'] }] })
     const before = stub.seen.length
     assertProxyError(t, await send(proxy.key, { body, headers: ['Content-Type', 'application/json'] }, generalOnly), 403, 'caller may not use the token')
     t.equal(stub.seen.length, before, 'nothing forwarded')
@@ -210,7 +211,7 @@ t.test('pre-configured proxies: invocation', async (t) => {
 
 t.test('a caller that leaves before the destination answers does not take the process down', async (t) => {
   const app = await startTestApp(t)
-  const caller = await createKey(app, { name: 'caller', type: 'private', permissions: ['token:use'] })
+  const caller = await appKey(app, { name: 'caller', type: 'private', permissions: ['token:use'] })
   let release!: () => void
   const released = new Promise<void>((resolve) => (release = resolve))
   let arrived!: () => void
@@ -239,7 +240,7 @@ t.test('a caller that leaves before the destination answers does not take the pr
 t.test('pre-configured proxies: transform failures', async (t) => {
   const app = await startTestApp(t, { SVC_REACTOR_TIMEOUT_MS: '1000' })
   const stub = await startStub(t)
-  const caller = await createKey(app, { name: 'caller', type: 'private', permissions: ['token:use'] })
+  const caller = await appKey(app, { name: 'caller', type: 'private', permissions: ['token:use'] })
   const send = (key: string) => rawRequest(app.url, { method: 'POST', path: '/proxy', body: '{"a":1}', headers: ['SVC-PROXY-KEY', key, 'SVC-API-KEY', caller, 'Content-Type', 'application/json'] })
   const proxyWith = async (field: 'request_transform' | 'response_transform', code: string) => {
     const res = await app.request('POST', '/proxies', { body: { name: field, destination_url: stub.origin, [field]: { code } } })

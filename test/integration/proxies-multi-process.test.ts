@@ -2,7 +2,7 @@ import t from 'tap'
 import { startTestApp } from '../helpers/app.js'
 import { rawRequest } from '../helpers/proxy.js'
 import { appKey } from '../helpers/tokens.js'
-import { startStub } from '../unit/proxy/fixtures/stub-server.js'
+import { startStub } from '../helpers/stub-server.js'
 import { eventually } from '../helpers/wait.js'
 
 // Two Tessera processes on one Postgres: a proxy cached by one must follow changes made through the other.

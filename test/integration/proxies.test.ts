@@ -1,7 +1,8 @@
 import t from 'tap'
 import { startTestApp } from '../helpers/app.js'
-import { assertProxyError, createKey, rawRequest } from '../helpers/proxy.js'
-import { startStub } from '../unit/proxy/fixtures/stub-server.js'
+import { assertProxyError, rawRequest } from '../helpers/proxy.js'
+import { startStub } from '../helpers/stub-server.js'
+import { appKey } from '../helpers/tokens.js'
 
 const OPERATOR_KEY = 'operator-key-0123456789abcdef0123456789'
 const ECHO = 'module.exports = async function (req) { const { args } = req; return { body: args.body, headers: args.headers } }'
@@ -124,10 +125,10 @@ t.test('Proxies API: create, list, get, update, delete with validation', async (
   })
 
   t.test('permissions: management keys only', async (t) => {
-    const priv = await createKey(app, { name: 'p', type: 'private', permissions: ['token:use'] })
+    const priv = await appKey(app, { name: 'p', type: 'private', permissions: ['token:use'] })
     t.equal((await app.request('GET', '/proxies', { key: priv })).status, 403)
     t.equal((await app.request('POST', '/proxies', { key: priv, body: base })).status, 403)
-    const readOnly = await createKey(app, { name: 'r', type: 'management', permissions: ['proxy:read'] })
+    const readOnly = await appKey(app, { name: 'r', type: 'management', permissions: ['proxy:read'] })
     t.equal((await app.request('GET', '/proxies', { key: readOnly })).status, 200)
     t.equal((await app.request('POST', '/proxies', { key: readOnly, body: base })).status, 403)
     t.equal((await app.request('GET', '/proxies', { key: null })).status, 401)

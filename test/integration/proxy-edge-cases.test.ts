@@ -1,6 +1,6 @@
 import t from 'tap'
 import { assertProxyError, startProxyApp } from '../helpers/proxy.js'
-import { startRawStub, startStub } from '../unit/proxy/fixtures/stub-server.js'
+import { startRawStub, startStub } from '../helpers/stub-server.js'
 
 const SWITCH = 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n'
 

@@ -1,6 +1,7 @@
 import t from 'tap'
-import { assertProxyError, createKey, rawRequest, startProxyApp } from '../helpers/proxy.js'
-import { closedPort, startRawStub, startStub } from '../unit/proxy/fixtures/stub-server.js'
+import { assertProxyError, rawRequest, startProxyApp } from '../helpers/proxy.js'
+import { closedPort, startRawStub, startStub } from '../helpers/stub-server.js'
+import { appKey } from '../helpers/tokens.js'
 
 t.test('ephemeral proxy: failures are proxy_error without a destination status', async (t) => {
   const app = await startProxyApp(t, { SVC_PROXY_TIMEOUT_MS: '300', SVC_BODY_LIMIT_BYTES: '1024' })
@@ -10,9 +11,9 @@ t.test('ephemeral proxy: failures are proxy_error without a destination status',
 
   t.test('authentication and authorization: 401 / 403, nothing forwarded', async (t) => {
     const before = stub.seen.length
-    const readOnly = await createKey(app, { name: 'reader', type: 'private', permissions: ['token:read'] })
-    const publicKey = await createKey(app, { name: 'pub', type: 'public', permissions: ['token:create'] })
-    const viaRule = await createKey(app, {
+    const readOnly = await appKey(app, { name: 'reader', type: 'private', permissions: ['token:read'] })
+    const publicKey = await appKey(app, { name: 'pub', type: 'public', permissions: ['token:create'] })
+    const viaRule = await appKey(app, {
       name: 'rule',
       type: 'private',
       rules: [{ priority: 1, container: '/pci/', transform: 'reveal', permissions: ['token:use'] }],

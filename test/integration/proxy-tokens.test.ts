@@ -1,7 +1,8 @@
 import t from 'tap'
 import type { TestApp } from '../helpers/app.js'
-import { assertProxyError, createKey, rawRequest, startProxyApp, type RawRequest } from '../helpers/proxy.js'
-import { startStub } from '../unit/proxy/fixtures/stub-server.js'
+import { assertProxyError, rawRequest, startProxyApp, type RawRequest } from '../helpers/proxy.js'
+import { startStub } from '../helpers/stub-server.js'
+import { appKey } from '../helpers/tokens.js'
 import { countQueries } from '../helpers/audit.js'
 
 const CARD = { number: '4242424242424242', expiration_month: 12, expiration_year: 2030, cvc: '123' }
@@ -15,7 +16,7 @@ async function createToken(app: TestApp, key: string, body: object): Promise<str
 t.test('ephemeral proxy: detokenization', async (t) => {
   const app = await startProxyApp(t, { SVC_MAX_EXPRESSION_TOKENS: '6' })
   const stub = await startStub(t)
-  const writer = await createKey(app, { name: 'writer', type: 'private', permissions: ['token:create'] })
+  const writer = await appKey(app, { name: 'writer', type: 'private', permissions: ['token:create'] })
   const tok = {
     text: await createToken(app, writer, { type: 'token', data: 'secret-4242' }),
     number: await createToken(app, writer, { type: 'token', data: 42 }),
@@ -27,12 +28,12 @@ t.test('ephemeral proxy: detokenization', async (t) => {
     nul: (await app.services.tokens.createToken(await app.services.authenticator.authenticate(writer), { type: 'token', data: 'evil\u0000tail' })).record.id,
     special: await createToken(app, writer, { type: 'token', data: 'a b&c=d/é+"q"\\' }),
   }
-  const generalOnly = await createKey(app, {
+  const generalOnly = await appKey(app, {
     name: 'general only',
     type: 'private',
     rules: [{ priority: 1, container: '/general/', transform: 'reveal', permissions: ['token:use'] }],
   })
-  const masked = await createKey(app, {
+  const masked = await appKey(app, {
     name: 'masked',
     type: 'private',
     rules: [{ priority: 1, container: '/pci/', transform: 'mask', permissions: ['token:use'] }],

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import t from 'tap'
 import { startProxyApp, rawRequest } from '../helpers/proxy.js'
-import { startStub } from '../unit/proxy/fixtures/stub-server.js'
+import { startStub } from '../helpers/stub-server.js'
 import { countQueries } from '../helpers/audit.js'
 
 t.test('ephemeral proxy: forwarding', async (t) => {

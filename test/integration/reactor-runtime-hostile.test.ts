@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { getPriority } from 'node:os'
 import t from 'tap'
-import { ISOLATE_THREAD_NICE } from '../../src/reactors/runtime/thread-priority.js'
+import { ISOLATE_THREAD_NICE } from '../../src/reactors/runtime/child/thread-priority.js'
 import { ECHO, fixture, startRuntime } from '../fixtures/reactors/harness.js'
 
 // Every hostile fixture must fail with its exact code and status, and leave the runtime able

@@ -13,13 +13,15 @@ import { openServices } from '../../src/services.js'
 
 t.test('a bad configuration exits non-zero naming every bad variable', async (t) => {
   const res = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { PATH: process.env.PATH, PORT: 'x', SVC_BODY_LIMIT_BYTES: '-1' },
+    env: { PATH: process.env.PATH, PORT: 'x', SVC_BODY_LIMIT_BYTES: '-1', SVC_MASTER_KEY: 'k1:short', SVC_TRUSTED_PROXIES: 'proxy.local' },
     encoding: 'utf8',
     timeout: 60_000,
   })
   t.equal(res.status, 2)
   t.match(res.stderr, /PORT/)
   t.match(res.stderr, /SVC_BODY_LIMIT_BYTES/)
+  t.match(res.stderr, /SVC_MASTER_KEY: entry 1 \(k1\)/, 'the master key fails at load, not when the vault opens')
+  t.match(res.stderr, /SVC_TRUSTED_PROXIES: "proxy.local"/, 'trusted proxies fail at load, not when the app is built')
 })
 
 t.test('embedded data survives a restart, and the bootstrap runs once', { skip: process.env.DATABASE_URL ? 'embedded only' : false }, async (t) => {

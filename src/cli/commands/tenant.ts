@@ -1,4 +1,4 @@
-import { keyHasher } from '../../auth/api-keys.js'
+import { apiKeyHasher } from '../../auth/api-keys.js'
 import { AppError } from '../../errors/index.js'
 import { CreateTenantBody } from '../../http/schemas/tenants.js'
 import { validator } from '../../http/schemas/validate.js'
@@ -23,7 +23,7 @@ export const command: CliCommand = {
           throw new CliError(`invalid tenant name ${JSON.stringify(name)}: 1 to 200 characters, no control characters`, EXIT_USAGE)
         }
         const config = cliConfig(context)
-        const hasher = keyHasher(cliSecrets(config).keyHashSecret)
+        const hasher = apiKeyHasher(cliSecrets(config).keyHashSecret)
         const created = await withStore(config, async (store) => {
           try {
             // A new tenant's settings are cached nowhere yet, so creating one invalidates nothing.

@@ -1,4 +1,4 @@
-import { Type, type TSchema, type Static } from '@sinclair/typebox'
+import { Type, type TSchema } from '@sinclair/typebox'
 
 /** A string enum whose ajv error lists the allowed values. */
 export const StringEnum = <T extends string[]>(values: [...T], options: object = {}) =>
@@ -41,7 +41,6 @@ export const AccessRule = Type.Object(
   },
   { additionalProperties: false },
 )
-export type AccessRuleInput = Static<typeof AccessRule>
 
 /** A paginated list response's schema, for docs. */
 export const paginated = <T extends TSchema>(item: T) =>

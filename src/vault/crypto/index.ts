@@ -18,4 +18,4 @@ export {
   type TokenBinding,
   type WrappedKey,
 } from './envelope.js'
-export { generateHashSecret, HASH_SECRET_BYTES, HASH_SECRET_PURPOSE, KeyedHasher } from './keyed-hash.js'
+export { generateHashSecret, HASH_SECRET_BYTES, HASH_SECRET_PURPOSE, TokenDataHasher } from './token-data-hasher.js'

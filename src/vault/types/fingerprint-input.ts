@@ -3,7 +3,7 @@ import { dataLookup, compileDataTemplate } from './data-template.js'
 import type { TokenType } from './token-type.js'
 
 /**
- * The canonical string a token's fingerprint is the keyed hash of (`KeyedHasher.fingerprint`),
+ * The canonical string a token's fingerprint is the keyed hash of (`TokenDataHasher.fingerprint`),
  * or null when the expression yields nothing, so that tokens missing a field never
  * deduplicate into one. The expression runs over the type's canonical data, and the result is
  * serialized as JSON with sorted keys so that key order never changes a fingerprint.
@@ -16,7 +16,7 @@ export function fingerprintInput(type: TokenType, data: unknown, expression = ty
 
 /**
  * The distinct values a token's `search_indexes` expressions produce over its data, as text,
- * ready for `KeyedHasher.searchIndexHash`. Empty results are dropped: they would match every
+ * ready for `TokenDataHasher.searchIndexHash`. Empty results are dropped: they would match every
  * token whose field is missing.
  */
 export function searchIndexValues(data: unknown, expressions: readonly string[]): string[] {

@@ -1,5 +1,6 @@
+import { randomBytes } from 'node:crypto'
 import t from 'tap'
-import { ConfigError, loadConfig } from '../../../src/config/index.js'
+import { ConfigError, loadConfig, rateScopes } from '../../../src/config/index.js'
 
 t.test('defaults follow API.md', async (t) => {
   const c = loadConfig({})
@@ -36,7 +37,7 @@ t.test('every bad variable is reported at once', async (t) => {
 })
 
 t.test('the runtime child environment is an allow-list', async (t) => {
-  const c = loadConfig({ SVC_MASTER_KEY: 'k1:abc', SVC_KEY_HASH_SECRET: 'x'.repeat(40), DATABASE_URL: 'postgres://u:p@h/d', HOME: '/root', PATH: '/bin', TZ: 'UTC', LANG: 'C.UTF-8' })
+  const c = loadConfig({ SVC_MASTER_KEY: `k1:${'A'.repeat(43)}=`, SVC_KEY_HASH_SECRET: 'x'.repeat(40), DATABASE_URL: 'postgres://u:p@h/d', HOME: '/root', PATH: '/bin', TZ: 'UTC', LANG: 'C.UTF-8' })
   t.same(c.reactors.childEnv, { TZ: 'UTC', LANG: 'C.UTF-8' })
 })
 
@@ -60,4 +61,24 @@ t.test('Reactor fairness and warm-pool bounds: defaults, and caps that only make
     'SVC_REACTOR_HOT_CONCURRENCY (9) must not exceed SVC_REACTOR_WARM_PER_REACTOR (8)',
   ])
   t.equal(loadConfig({ SVC_REACTOR_HOT_CONCURRENCY: '9', SVC_REACTOR_WARM_PER_REACTOR: '9' }).reactors.hotConcurrency, 9)
+})
+
+t.test('structured values are parsed at load: a bad master key or trusted proxy is reported with the rest', async (t) => {
+  const err = t.throws(() =>
+    loadConfig({ PORT: 'abc', SVC_MASTER_KEY: 'k1:not-base64!,k1:c2hvcnQ=', SVC_TRUSTED_PROXIES: '10.0.0.0/33, 127.0.0.1, proxy.local' }),
+  ) as ConfigError
+  t.type(err, ConfigError)
+  t.match(err.problems, [/^PORT /, /^SVC_MASTER_KEY: entry 1 \(k1\): the key is not valid base64/, /^SVC_MASTER_KEY: entry 2 \(k1\): the key decodes to 5 bytes/, /^SVC_TRUSTED_PROXIES: "10.0.0.0\/33"/, /^SVC_TRUSTED_PROXIES: "proxy.local"/])
+  t.equal(err.problems.length, 5)
+  t.notMatch(err.message, 'c2hvcnQ', 'no key material in the message')
+  const both = t.throws(() => loadConfig({ SVC_REACTOR_QUEUE_PER_TENANT: '300', SVC_TRUSTED_PROXIES: 'proxy.local' })) as ConfigError
+  t.same(both.problems, ['SVC_REACTOR_QUEUE_PER_TENANT (300) must not exceed SVC_REACTOR_QUEUE_TOTAL (256)', 'SVC_TRUSTED_PROXIES: "proxy.local" is not an IP address or CIDR'], 'bounds and parsed values together')
+  t.doesNotThrow(() => loadConfig({ SVC_MASTER_KEY: `k2:${randomBytes(32).toString('base64')},k1:${randomBytes(32).toString('base64')}`, SVC_TRUSTED_PROXIES: '10.0.0.0/8, ::1' }))
+})
+
+t.test('every rate scope has its variable and default, and scope maps list each scope once', async (t) => {
+  const c = loadConfig({ SVC_RATE_LIMIT_TOKENS_CREATE: '7/3' })
+  t.same(Object.keys(c.rateLimit.scopes), [...rateScopes])
+  t.same(c.rateLimit.scopes.tokens_create, { limit: 7, windowSeconds: 3 })
+  for (const scope of rateScopes) t.throws(() => loadConfig({ [`SVC_RATE_LIMIT_${scope.toUpperCase()}`]: '0/1' }), new RegExp(`SVC_RATE_LIMIT_${scope.toUpperCase()}`))
 })

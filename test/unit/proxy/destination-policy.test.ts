@@ -1,7 +1,7 @@
 import t from 'tap'
 import { buildDestination } from '../../../src/proxy/destination-url.js'
 import { DestinationRefusedError, isPublicAddress, policyLookup } from '../../../src/proxy/destination-policy.js'
-import { openForwarder, rawDestination, readAll, startStub } from './fixtures/stub-server.js'
+import { openForwarder, rawDestination, readAll, startStub } from '../../helpers/stub-server.js'
 
 t.test('only public unicast addresses are public', async (t) => {
   const publicAddresses = ['8.8.8.8', '1.1.1.1', '93.184.216.34', '2606:4700::1111', '2a00:1450:4001::200e',

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { pipeline } from 'node:stream'
 import t from 'tap'
 import type { Forwarder } from '../../../src/proxy/forward.js'
-import { closedPort, openForwarder, rawDestination, readAll, startRawStub, startStub } from './fixtures/stub-server.js'
+import { closedPort, openForwarder, rawDestination, readAll, startRawStub, startStub } from '../../helpers/stub-server.js'
 
 // Each scenario runs on both outbound paths: undici, and node:http (taken when a header is injected).
 const paths: { name: string; headers: Record<string, string> }[] = [

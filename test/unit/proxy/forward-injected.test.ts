@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream'
 import t from 'tap'
-import { openForwarder, rawDestination, readAll, startStub } from './fixtures/stub-server.js'
+import { openForwarder, rawDestination, readAll, startStub } from '../../helpers/stub-server.js'
 
 /** Every [name, value] pair the destination received for `name`, byte for byte. */
 function rawPairs(rawHeaders: string[], name: string): [string, string][] {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { Readable } from 'node:stream'
 import t from 'tap'
 import { buildDestination } from '../../../src/proxy/destination-url.js'
-import { openForwarder, rawDestination, readAll, startStub } from './fixtures/stub-server.js'
+import { openForwarder, rawDestination, readAll, startStub } from '../../helpers/stub-server.js'
 
 const relaxed = { allowHttp: true, allowPrivate: true }
 

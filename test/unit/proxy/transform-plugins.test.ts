@@ -69,3 +69,20 @@ t.test('response transform: 2xx only, read within the payload limit', async (t) 
   ex.response = { status: 200, headers: {}, body: Readable.from([Buffer.alloc(65)]) }
   await t.rejects(pipeline.run('afterForward', ex), { code: 'payload_too_large' })
 })
+
+t.test('a transform value that is not an object is a reactor_error naming the expected shape', async (t) => {
+  for (const value of [null, 'text', [1]]) {
+    const request = createPipeline([registerPlugin(requestTransformPlugin(runner({ kind: 'ok', value }), limits), config)])
+    await t.rejects(request.run('beforeForward', exchange([], '')), { code: 'reactor_error', detail: 'The request transform returned a malformed value: it must be an object {body, headers}.' })
+    const response = createPipeline([registerPlugin(responseTransformPlugin(runner({ kind: 'ok', value }), limits), config)])
+    const ex = exchange([], '')
+    ex.response = { status: 200, headers: {}, body: Readable.from([]) }
+    await t.rejects(response.run('afterForward', ex), { code: 'reactor_error', detail: 'The response transform returned a malformed value: it must be an object {body, headers, status}.' })
+  }
+})
+
+t.test('a CustomHttpResponseError answers the caller from either transform', async (t) => {
+  const thrown: ReactorOutcome = { kind: 'response', status: 418, headers: { 'x-a': 'b' }, body: { no: true } }
+  const request = createPipeline([registerPlugin(requestTransformPlugin(runner(thrown), limits), config)])
+  t.match(await request.run('beforeForward', exchange([], '')), { status: 418, headers: { 'x-a': 'b', 'content-type': 'application/json' } })
+})

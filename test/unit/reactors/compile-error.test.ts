@@ -1,5 +1,5 @@
 import t from 'tap'
-import { describeCompileError } from '../../../src/reactors/runtime/compile-error.js'
+import { describeCompileError } from '../../../src/reactors/runtime/child/compile-error.js'
 
 t.test('the compiler position is spelled out in the user\'s own lines', async (t) => {
   const err = new SyntaxError("Unexpected token ';' [reactor.js:2:11]")

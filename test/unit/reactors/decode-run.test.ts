@@ -1,5 +1,5 @@
 import t from 'tap'
-import { decodeRun } from '../../../src/reactors/runtime/decode-run.js'
+import { decodeRun } from '../../../src/reactors/runtime/child/decode-run.js'
 
 const LIMIT = 1000
 const run = (meta: unknown, json = '') => decodeRun([JSON.stringify(meta), json], LIMIT)

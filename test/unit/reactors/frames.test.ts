@@ -1,5 +1,5 @@
 import t from 'tap'
-import { encodeFrame, FrameReader } from '../../../src/reactors/runtime/frames.js'
+import { encodeFrame, FrameReader } from '../../../src/reactors/runtime/shared/frames.js'
 
 const frames: Array<[object, string]> = [
   [{ t: 'invoke', id: 1 }, '{"args":{"hello":"wörld"}}'],

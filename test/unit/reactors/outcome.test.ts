@@ -1,6 +1,6 @@
 import t from 'tap'
 import { AppError } from '../../../src/errors/index.js'
-import { toOutcome } from '../../../src/reactors/runtime/outcome.js'
+import { toOutcome } from '../../../src/reactors/runtime/host/outcome.js'
 
 t.test('values are parsed once; undefined travels as empty text', async (t) => {
   t.same(toOutcome({ kind: 'ok', json: '{"raw":[1]}' }), { kind: 'ok', value: { raw: [1] } })

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs'
 import t from 'tap'
 
 const linux = existsSync('/proc/thread-self')
-const helper = new URL('../../../src/reactors/runtime/thread-priority.ts', import.meta.url).href
+const helper = new URL('../../../src/reactors/runtime/child/thread-priority.ts', import.meta.url).href
 
 /** Runs `body` as an ES module in a fresh node process (its nice values die with it); returns its JSON output. */
 function inProcess(body: string): unknown {

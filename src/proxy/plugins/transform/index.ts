@@ -18,7 +18,7 @@ import {
   responseHeaderArg,
   returnedHeaders,
   returnedStatus,
-  type Which,
+  type TransformKind,
 } from './shapes.js'
 
 /** The Reactor runtime as transforms use it (the ReactorSupervisor). */
@@ -65,9 +65,7 @@ function configSchema(codeMaxChars: number): JSONSchemaType<TransformConfig> {
  */
 export function requestTransformPlugin(runner: TransformRunner, limits: TransformLimits): ProxyPlugin<TransformConfig> {
   return {
-    name: 'request-transform',
-    priority: 600,
-    configSchema: configSchema(limits.codeMaxChars),
+    ...transformPlugin('request', limits),
     async beforeForward(exchange, config) {
       const { incoming, outgoing } = exchange
       const forwarded = prepareRequestHeaders(outgoing.headers).list
@@ -78,10 +76,9 @@ export function requestTransformPlugin(runner: TransformRunner, limits: Transfor
         path: incoming.path,
         query: incoming.query,
       }
-      const outcome = await run(runner, 'request', config, args, exchange)
-      if (outcome.kind === 'response') return respondWith(outcome)
-      const value = outcome.value
-      if (!isRecord(value)) throw malformed('request', 'it must be an object {body, headers}.')
+      const result = await run(runner, 'request', config, args, exchange, '{body, headers}')
+      if ('respond' in result) return result.respond
+      const { value } = result
       let headers = value.headers === undefined ? undefined : returnedHeaders('request', value.headers).flat()
       if (value.body !== undefined) {
         const { bytes, json } = encodeBody(value.body)
@@ -101,9 +98,7 @@ export function requestTransformPlugin(runner: TransformRunner, limits: Transfor
  */
 export function responseTransformPlugin(runner: TransformRunner, limits: TransformLimits): ProxyPlugin<TransformConfig> {
   return {
-    name: 'response-transform',
-    priority: 600,
-    configSchema: configSchema(limits.codeMaxChars),
+    ...transformPlugin('response', limits),
     async afterForward(exchange, config) {
       const response = exchange.response
       if (response === undefined || response.status < 200 || response.status > 299) return
@@ -111,10 +106,9 @@ export function responseTransformPlugin(runner: TransformRunner, limits: Transfo
       const contentType = response.headers['content-type']
       const headerArg = responseHeaderArg(response.headers)
       const args = { body: bodyArg(raw, Array.isArray(contentType) ? contentType[0] : contentType), headers: headerArg, status: response.status }
-      const outcome = await run(runner, 'response', config, args, exchange)
-      if (outcome.kind === 'response') return respondWith(outcome)
-      const value = outcome.value
-      if (!isRecord(value)) throw malformed('response', 'it must be an object {body, headers, status}.')
+      const result = await run(runner, 'response', config, args, exchange, '{body, headers, status}')
+      if ('respond' in result) return result.respond
+      const { value } = result
       const status = value.status === undefined ? response.status : returnedStatus(value.status)
       const pairs = returnedHeaders('response', value.headers === undefined ? headerArg : value.headers)
       const { bytes, json } = value.body === undefined ? { bytes: raw, json: false } : encodeBody(value.body)
@@ -123,7 +117,23 @@ export function responseTransformPlugin(runner: TransformRunner, limits: Transfo
   }
 }
 
-async function run(runner: TransformRunner, which: Which, config: TransformConfig, args: unknown, exchange: Exchange): Promise<ReactorOutcome> {
+/** Both transforms run at priority 600, between the caller's expressions and their plaintext. */
+function transformPlugin(which: TransformKind, limits: TransformLimits): Pick<ProxyPlugin<TransformConfig>, 'name' | 'priority' | 'configSchema'> {
+  return { name: `${which}-transform`, priority: 600, configSchema: configSchema(limits.codeMaxChars) }
+}
+
+/**
+ * Runs the transform. A CustomHttpResponseError it throws answers the caller at once
+ * (`respond`); otherwise its value must be an object of the fields named in `shape`.
+ */
+async function run(runner: TransformRunner, which: TransformKind, config: TransformConfig, args: unknown, exchange: Exchange, shape: string): Promise<{ respond: Respond } | { value: Record<string, unknown> }> {
+  const outcome = await invoke(runner, which, config, args, exchange)
+  if (outcome.kind === 'response') return { respond: respondWith(outcome) }
+  if (!isRecord(outcome.value)) throw malformed(which, `it must be an object ${shape}.`)
+  return { value: outcome.value }
+}
+
+async function invoke(runner: TransformRunner, which: TransformKind, config: TransformConfig, args: unknown, exchange: Exchange): Promise<ReactorOutcome> {
   const context: InvocationContext = { actor: exchange.actor, tokenRead: exchange.audit?.tokenRead }
   try {
     return await runner.invoke({ tenantId: config.tenantId, reactorId: config.reactorId, version: config.version, code: config.code, args, configuration: config.configuration, context })

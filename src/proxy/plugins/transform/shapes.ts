@@ -16,9 +16,10 @@ const HEADER_VALUE = /^[^\x00-\x08\x0a-\x1f\x7f]*$/
 // Framing is recomputed for the new body; hop-by-hop headers belong to one connection.
 const NOT_RETURNED = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'trailer', 'te', 'proxy-connection'])
 
-export type Which = 'request' | 'response'
+/** TransformKind side of the exchange a transform runs on. */
+export type TransformKind = 'request' | 'response'
 
-export function malformed(which: Which, detail: string): AppError {
+export function malformed(which: TransformKind, detail: string): AppError {
   return new AppError('reactor_error', { detail: `The ${which} transform returned a malformed value: ${detail}` })
 }
 
@@ -63,7 +64,7 @@ export function responseHeaderArg(headers: ResponseHeaders): Record<string, stri
 }
 
 /** `{name: string | number | string[]}` -> checked `[name, value][]`, framing and hop-by-hop dropped. */
-export function returnedHeaders(which: Which, value: unknown): [string, string][] {
+export function returnedHeaders(which: TransformKind, value: unknown): [string, string][] {
   if (!isRecord(value)) throw malformed(which, '`headers` must be an object.')
   const out: [string, string][] = []
   for (const [name, raw] of Object.entries(value)) {
@@ -77,10 +78,6 @@ export function returnedHeaders(which: Which, value: unknown): [string, string][
     }
   }
   return out
-}
-
-export function hasHeader(pairs: readonly [string, string][], lowerName: string): boolean {
-  return pairs.some(([name]) => name.toLowerCase() === lowerName)
 }
 
 /** A transform's status: an integer the caller can be answered with. */

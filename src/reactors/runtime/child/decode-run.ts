@@ -1,4 +1,4 @@
-import type { RunErrorCode, WireOutcome } from './protocol.js'
+import type { RunErrorCode, WireOutcome } from '../shared/protocol.js'
 
 /**
  * Turns what the sandbox's `run` returned ([meta JSON, value JSON]) into a WireOutcome.

@@ -3,8 +3,8 @@
  * fetch) against the HostBridges the supervisor was given. Arguments arrive as JSON written
  * inside the sandbox, so their shape is checked before any host code sees them.
  */
-import { AppError } from '../../errors/index.js'
-import type { BridgeOp } from './protocol.js'
+import { AppError } from '../../../errors/index.js'
+import type { BridgeOp } from '../shared/protocol.js'
 
 export interface BridgeFetchRequest {
   url: string

@@ -2,8 +2,8 @@
  * Runs in the API process: turns a run's WireOutcome into what callers of the supervisor get.
  * Reactor failures become AppErrors; values are parsed from JSON here, exactly once.
  */
-import { AppError } from '../../errors/index.js'
-import type { WireOutcome } from './protocol.js'
+import { AppError } from '../../../errors/index.js'
+import type { WireOutcome } from '../shared/protocol.js'
 
 /** A value to present, or (from CustomHttpResponseError) a response to send as-is. */
 export type ReactorOutcome = { kind: 'ok'; value: unknown } | { kind: 'response'; status: number; headers: Record<string, string>; body: unknown }

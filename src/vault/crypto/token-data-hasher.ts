@@ -4,6 +4,7 @@ import { encodeFields } from './aes-gcm.js'
 
 export const HASH_SECRET_BYTES = 32
 /** The `purpose` under which the hash secret is stored with `wrapSecret`. */
+// The value is stored with every wrapped secret: it keeps its old name.
 export const HASH_SECRET_PURPOSE = 'keyed-hash'
 
 /**
@@ -15,7 +16,7 @@ export const HASH_SECRET_PURPOSE = 'keyed-hash'
  * any data key, so the derived keys, and every stored hash, are unchanged by rotation.
  * Separate HKDF labels keep a fingerprint from ever equalling a search-index hash.
  */
-export class KeyedHasher {
+export class TokenDataHasher {
   readonly #fingerprintKey: Buffer
   readonly #searchKey: Buffer
 
@@ -35,7 +36,7 @@ export class KeyedHasher {
   }
 
   [inspect.custom](): string {
-    return 'KeyedHasher {}'
+    return 'TokenDataHasher {}'
   }
 
   toJSON(): Record<string, never> {

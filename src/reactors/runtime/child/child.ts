@@ -8,8 +8,8 @@
 import { extname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
-import { describeError } from '../../errors/log-safe.js'
-import { LANE_FD_BASE, type ChildMessage, type ParentMessage, type RuntimeLimits, type WorkerData } from './protocol.js'
+import { describeError } from '../../../errors/log-safe.js'
+import { LANE_FD_BASE, type ChildMessage, type ParentMessage, type RuntimeLimits, type WorkerData } from '../shared/protocol.js'
 
 function send(message: ChildMessage): void {
   // Once the API process is gone there is nobody to answer; 'disconnect' ends this process.

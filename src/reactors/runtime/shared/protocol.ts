@@ -7,7 +7,7 @@
  * main thread, no task queue, and the code travels only when an isolate is created.
  * This module must stay free of isolated-vm: the API process imports it.
  */
-import type { LoggedError } from '../../errors/log-safe.js'
+import type { LoggedError } from '../../../errors/log-safe.js'
 
 /** What the child enforces; sent once in `init` so the child never reads the environment itself. */
 export interface RuntimeLimits {

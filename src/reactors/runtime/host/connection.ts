@@ -6,11 +6,11 @@
  */
 import type { Socket } from 'node:net'
 import type { Logger } from 'pino'
-import { AppError } from '../../errors/index.js'
-import type { Slot, WarmPool } from '../scheduling/warm-pool.js'
+import { AppError } from '../../../errors/index.js'
+import type { Slot, WarmPool } from '../../scheduling/warm-pool.js'
 import { bridgeErrorMessage, dispatchBridge, type HostBridges } from './bridge-dispatch.js'
-import { encodeFrame, FrameReader } from './frames.js'
-import { joinOutcome, type LaneReply, type LaneRequest, type StartKind, type WireOutcome } from './protocol.js'
+import { encodeFrame, FrameReader } from '../shared/frames.js'
+import { joinOutcome, type LaneReply, type LaneRequest, type StartKind, type WireOutcome } from '../shared/protocol.js'
 
 /** Past its deadline, a lane silent this long belongs to a stuck runtime (the worker's own timer fires at the deadline). */
 export const LANE_GRACE_MS = 1000

@@ -21,7 +21,7 @@ export interface LaunchSpec {
  */
 export function runtimeLaunchSpec(): LaunchSpec {
   const fromSource = import.meta.url.endsWith('.ts')
-  const modulePath = fileURLToPath(new URL(fromSource ? './child.ts' : './child.js', import.meta.url))
+  const modulePath = fileURLToPath(new URL(fromSource ? '../child/child.ts' : '../child/child.js', import.meta.url))
   const execArgv = ['--no-node-snapshot', '--no-lazy-feedback-allocation']
   if (fromSource) execArgv.push(`--import=${import.meta.resolve('tsx')}`)
   if (process.sourceMapsEnabled) execArgv.push('--enable-source-maps')

@@ -1,5 +1,5 @@
 import ivm from 'isolated-vm'
-import { isBridgeOp, type BridgeOp } from './protocol.js'
+import { isBridgeOp, type BridgeOp } from '../shared/protocol.js'
 import { BRIDGE_GLOBAL } from './sandbox-source.js'
 
 /** Bounds how hard one invocation can lean on the vault or the network through its bridges. */

@@ -1,7 +1,7 @@
 import type ivm from 'isolated-vm'
 import { decodeRun } from './decode-run.js'
 import { dispose, type IsolateSlot } from './isolate-cache.js'
-import type { WireOutcome } from './protocol.js'
+import type { WireOutcome } from '../shared/protocol.js'
 import { discardContext, type BridgeLink, type SandboxContext } from './sandbox-context.js'
 
 export interface RunLimits {

@@ -1,0 +1,71 @@
+/**
+ * The import boundaries of ARCHITECTURE.md, as eslint `no-restricted-imports` zones over src/.
+ * A flat-config block replaces (does not merge) the rule options of an earlier block, so every
+ * zone lists all the restrictions that hold in it; each restriction names the zones it is lifted in.
+ */
+
+const DOMAIN = ['applications', 'audit', 'auth', 'cache', 'config', 'errors', 'expressions', 'idempotency', 'proxies', 'proxy', 'ratelimit', 'reactors', 'store', 'tenants', 'vault']
+
+/** The domain parts above storage. */
+const FEATURES = ['applications', 'audit', 'auth', 'idempotency', 'proxies', 'proxy', 'reactors', 'tenants', 'vault']
+
+/** Zones from the widest to the narrowest: for a file in several, the last one wins. */
+const zones = [
+  { name: 'root', files: ['src/**/*.ts'] },
+  { name: 'domain', files: DOMAIN.map((d) => `src/${d}/**/*.ts`) },
+  { name: 'storage', files: ['src/store/**/*.ts', 'src/cache/**/*.ts'] },
+  { name: 'store', files: ['src/store/**/*.ts'] },
+  { name: 'redis-store', files: ['src/ratelimit/stores/redis.ts'] },
+  { name: 'runtime-child', files: ['src/reactors/runtime/child/**/*.ts'] },
+]
+
+const restrictions = [
+  {
+    paths: ['knex', 'pg', '@electric-sql/pglite', 'knex-pglite'],
+    message: 'Only src/store/ talks to the database (knex, pg, PGlite); use a repository.',
+    liftedIn: ['store'],
+  },
+  {
+    paths: ['ioredis'],
+    message: 'Only src/ratelimit/stores/redis.ts talks to Redis.',
+    liftedIn: ['redis-store'],
+  },
+  {
+    paths: ['isolated-vm', 'piscina'],
+    message: 'Only the runtime child (src/reactors/runtime/child/) loads isolated-vm: the API process must never host an isolate.',
+    liftedIn: ['runtime-child'],
+  },
+  {
+    patterns: ['**/runtime/child/**', '../child/**'],
+    message: 'The runtime child runs in another process: the API side reaches it through runtime/host/ and the messages in runtime/shared/.',
+    liftedIn: ['runtime-child'],
+  },
+  {
+    patterns: FEATURES.map((f) => `**/${f}/**`),
+    message: 'Storage (store/, cache/) sits below the domain: it never imports a feature folder.',
+    appliesIn: ['storage', 'store'],
+  },
+  {
+    patterns: ['**/http/**', '../http', '../../http'],
+    message: 'Domain modules never import http/: routes call the domain, not the other way round.',
+    appliesIn: ['domain', 'storage', 'store', 'redis-store', 'runtime-child'],
+  },
+]
+
+function holdsIn(restriction, zone) {
+  if (restriction.appliesIn) return restriction.appliesIn.includes(zone)
+  return !restriction.liftedIn.includes(zone)
+}
+
+export const importZones = zones.map((zone) => {
+  const held = restrictions.filter((r) => holdsIn(r, zone.name))
+  return {
+    files: zone.files,
+    rules: {
+      'no-restricted-imports': ['error', {
+        paths: held.flatMap((r) => (r.paths ?? []).map((name) => ({ name, message: r.message }))),
+        patterns: held.filter((r) => r.patterns).map((r) => ({ group: r.patterns, message: r.message })),
+      }],
+    },
+  }
+})

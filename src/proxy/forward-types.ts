@@ -1,0 +1,30 @@
+import type { Readable } from 'node:stream'
+import type { Destination } from './destination-url.js'
+import type { HeaderInput, ResponseHeaders } from './headers.js'
+
+/** What one outbound call is and answers: shared by both senders (undici and node:http). */
+export type ForwardBody = Buffer | Uint8Array | string | Readable | null
+
+export interface ForwardRequest {
+  method: string
+  /** From buildDestination. */
+  destination: Destination
+  /** The incoming headers, unfiltered: forward() strips SVC-*, Host, Content-Length and hop-by-hop. */
+  headers: HeaderInput
+  body?: ForwardBody
+  /** Sent as Content-Length for a stream body; without it a stream goes chunked. */
+  contentLength?: number
+  /** Abort the outbound call when the client goes away. */
+  signal?: AbortSignal
+}
+
+export interface ForwardResponse {
+  status: number
+  /** Destination headers minus hop-by-hop ones; lower-case names, repeated ones as arrays. */
+  headers: ResponseHeaders
+  /**
+   * Streamed, never buffered. Errors (never ends cleanly) when the destination resets or stalls
+   * mid-body, so piping it aborts the client response. Destroy it if it is not consumed.
+   */
+  body: Readable
+}
