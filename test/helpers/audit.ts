@@ -66,11 +66,11 @@ const AUDIT_STATEMENT = /audit_|^(begin|commit|rollback)\b|set_config\('statemen
 
 /**
  * Counts the app's database queries other than the audit log's writes, from now until the test
- * ends: `queries()` is the count so far.
+ * ends: `queries()` is the count so far. `ignore` leaves out more statements (see its callers).
  */
-export function countQueries(t: { teardown(fn: () => unknown): void }, app: TestApp): () => number {
+export function countQueries(t: { teardown(fn: () => unknown): void }, app: TestApp, ignore?: RegExp): () => number {
   let queries = 0
-  const count = (q: { sql: string }) => void (AUDIT_STATEMENT.test(q.sql) || queries++)
+  const count = (q: { sql: string }) => void (AUDIT_STATEMENT.test(q.sql) || ignore?.test(q.sql) || queries++)
   app.services.store.db.knex.on('query', count)
   t.teardown(() => void app.services.store.db.knex.off('query', count))
   return () => queries
