@@ -1,5 +1,5 @@
 import { AppError } from '../../../errors/index.js'
-import type { ResponseHeaders } from '../../headers.js'
+import type { ResponseHeaders } from '../../../egress/headers.js'
 import { bodyKind } from '../detokenize/body-templates.js'
 
 /**
