@@ -4,7 +4,7 @@
  * zone lists all the restrictions that hold in it; each restriction names the zones it is lifted in.
  */
 
-const DOMAIN = ['applications', 'audit', 'auth', 'cache', 'config', 'egress', 'errors', 'expressions', 'idempotency', 'proxies', 'proxy', 'ratelimit', 'reactors', 'store', 'tenants', 'vault']
+const DOMAIN = ['applications', 'audit', 'auth', 'cache', 'config', 'egress', 'errors', 'expressions', 'idempotency', 'proxies', 'proxy', 'ratelimit', 'reactors', 'shapes', 'store', 'tenants', 'vault']
 
 /** The domain parts above storage. */
 const FEATURES = ['applications', 'audit', 'auth', 'idempotency', 'proxies', 'proxy', 'reactors', 'tenants', 'vault']

@@ -7,11 +7,11 @@ import type { ForwardBody } from '../../../egress/forward.js'
 import { toForwardError } from '../../../egress/forward-errors.js'
 import { findHeader, prepareRequestHeaders, type ResponseHeaders } from '../../../egress/headers.js'
 import { readBounded } from '../../../egress/body.js'
+import { isRecord } from '../../../shapes/http-parts.js'
 import type { Exchange, ProxyPlugin, Respond } from '../../pipeline/index.js'
 import {
   bodyArg,
   encodeBody,
-  isRecord,
   malformed,
   requestHeaderArg,
   responseHeaderArg,
