@@ -9,8 +9,8 @@ import type { ForwardBody, ForwardRequest, ForwardResponse } from './forward-typ
 /**
  * The path for calls that carry SVC-PROXY-KEEP-ALIVE / SVC-PROXY-CONNECTION. undici refuses a
  * `Keep-Alive` request header and swallows `Connection` (it always writes its own), so these rare
- * calls go through node:http, which sends a raw header list byte for byte. Same policy (literal
- * check + policyLookup), same time-out, same response shape as the undici path.
+ * calls go through node:http, which sends a raw header list byte for byte. The same ConnectGuard
+ * (literal check + policyLookup), time-out and response shape as the undici path.
  */
 export interface InjectedSender {
   send(req: ForwardRequest, outbound: OutboundHeaders): Promise<ForwardResponse>
