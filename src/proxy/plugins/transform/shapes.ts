@@ -71,7 +71,7 @@ export function returnedHeaders(which: TransformKind, value: unknown): [string, 
     for (const item of Array.isArray(raw) ? (raw as unknown[]) : [raw]) {
       const text = headerValueText(item)
       if (text === undefined) throw malformed(which, 'header values must be strings.')
-      if (!isHeaderValue(text)) throw malformed(which, 'a header value contains a control character.')
+      if (!isHeaderValue(text)) throw malformed(which, 'a header value contains a control character or one outside Latin-1.')
       if (!NOT_RETURNED.has(name.toLowerCase())) out.push([name, text])
     }
   }
