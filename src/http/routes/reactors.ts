@@ -9,8 +9,8 @@ import type { AppContext } from '../context.js'
 import type { AppRouter } from '../context.js'
 import { jsonBody } from '../middleware/json-body.js'
 import { currentPrincipal, requirePermission } from '../middleware/authenticate.js'
-import { compact, presentPage } from '../presenters/common.js'
-import { presentReactor } from '../presenters/reactors.js'
+import { presentPage } from '../presenters/common.js'
+import { presentReactor, presentReactResult } from '../presenters/reactors.js'
 import { ListReactorsQuery, ReactBody, ReactorBody } from '../schemas/reactors.js'
 import { validator } from '../schemas/validate.js'
 import type { BodyParsers } from './body-parsers.js'
@@ -57,7 +57,7 @@ export function reactorRoutes(router: AppRouter, reactors: ReactorsService, audi
       respondAsReactor(ctx, result)
       return
     }
-    ctx.body = compact(result.body)
+    ctx.body = presentReactResult(result)
   })
 }
 
