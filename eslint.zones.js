@@ -4,7 +4,7 @@
  * zone lists all the restrictions that hold in it; each restriction names the zones it is lifted in.
  */
 
-const DOMAIN = ['applications', 'audit', 'auth', 'cache', 'config', 'errors', 'expressions', 'idempotency', 'proxies', 'proxy', 'ratelimit', 'reactors', 'store', 'tenants', 'vault']
+const DOMAIN = ['applications', 'audit', 'auth', 'cache', 'config', 'egress', 'errors', 'expressions', 'idempotency', 'proxies', 'proxy', 'ratelimit', 'reactors', 'shapes', 'store', 'tenants', 'vault']
 
 /** The domain parts above storage. */
 const FEATURES = ['applications', 'audit', 'auth', 'idempotency', 'proxies', 'proxy', 'reactors', 'tenants', 'vault']
@@ -13,6 +13,7 @@ const FEATURES = ['applications', 'audit', 'auth', 'idempotency', 'proxies', 'pr
 const zones = [
   { name: 'root', files: ['src/**/*.ts'] },
   { name: 'domain', files: DOMAIN.map((d) => `src/${d}/**/*.ts`) },
+  { name: 'egress', files: ['src/egress/**/*.ts'] },
   { name: 'storage', files: ['src/store/**/*.ts', 'src/cache/**/*.ts'] },
   { name: 'store', files: ['src/store/**/*.ts'] },
   { name: 'redis-store', files: ['src/ratelimit/stores/redis.ts'] },
@@ -46,9 +47,14 @@ const restrictions = [
     appliesIn: ['storage', 'store'],
   },
   {
+    patterns: FEATURES.map((f) => `**/${f}/**`),
+    message: 'Outbound HTTP (egress/) serves the feature folders and imports none of them.',
+    appliesIn: ['egress'],
+  },
+  {
     patterns: ['**/http/**', '../http', '../../http'],
     message: 'Domain modules never import http/: routes call the domain, not the other way round.',
-    appliesIn: ['domain', 'storage', 'store', 'redis-store', 'runtime-child'],
+    appliesIn: ['domain', 'egress', 'storage', 'store', 'redis-store', 'runtime-child'],
   },
 ]
 

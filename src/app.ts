@@ -82,7 +82,7 @@ export function buildRouters(services: Services, drain = new Drain()): Router<Ap
   applicationKeysRoutes(api, services.applicationKeys, services.audit)
   tenantRoutes(api, services.tenants, services.audit, body)
   permissionsRoutes(api)
-  tokenRoutes(api, services, body)
+  tokenRoutes(api, { store: services.store, keys: services.keys, tokens: services.tokens }, services.audit, body, config.expressions.maxTokens)
   tokenV2Routes(api, services.tokens, services.audit, body)
   sessionRoutes(api, services.sessions, services.audit, body)
   reactorRoutes(api, services.reactors, services.audit, body, config.reactors.payloadMaxBytes)

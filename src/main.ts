@@ -4,6 +4,7 @@ import { ConfigError, loadConfig } from './config/index.js'
 import { resolveSecrets } from './config/secrets.js'
 import { createLogger } from './logger.js'
 import { Drain } from './http/drain.js'
+import { presentToken } from './http/presenters/tokens.js'
 import { openServices } from './services.js'
 import { startMetricsServer } from './metrics/exposition.js'
 import { drainAndExit, trackConnections } from './shutdown.js'
@@ -25,7 +26,7 @@ async function main(): Promise<void> {
   for (const name of secrets.generated) {
     logger.warn({ file: `${config.dataDir}/secrets.json` }, `no ${name === 'master_key' ? 'SVC_MASTER_KEY' : 'SVC_KEY_HASH_SECRET'} set: generated one into the data dir; set it explicitly in production`)
   }
-  const services = await openServices(config, logger, secrets)
+  const services = await openServices(config, logger, secrets, { presentToken })
   const drain = new Drain()
   const server = http.createServer()
   const tracked = trackConnections(server, drain)

@@ -13,15 +13,14 @@ import type { Secrets } from './config/secrets.js'
 import { createRateLimiter, type RateLimiter } from './ratelimit/index.js'
 import { openStore, type Store } from './store/index.js'
 import { createEphemeralProxy } from './proxy/ephemeral-proxy.js'
-import { createForwarder } from './proxy/forward.js'
+import { createForwarder } from './egress/forward.js'
 import type { ProxyService } from './proxy/service.js'
 import { proxiesService, type ProxiesService } from './proxies/service.js'
 import type { OpenDatabaseOptions } from './store/database.js'
 import { tenantsService, type TenantsService } from './tenants/service.js'
 import { sessionLookup, sessionsService, type SessionsService } from './vault/sessions.js'
-import { tokenService, type TokenService } from './vault/token-service.js'
+import { tokenService, type TokenService, type TokenView } from './vault/token-service.js'
 import { createTokenCache } from './vault/token-cache.js'
-import { presentToken } from './http/presenters/tokens.js'
 import { reactorBridges } from './reactors/bridges.js'
 import { createReactorCache } from './reactors/reactor-cache.js'
 import { reactorActor, reactorsService, type ReactorsService } from './reactors/service.js'
@@ -62,7 +61,15 @@ export interface Services {
   close(): Promise<void>
 }
 
-export async function openServices(config: Config, logger: Logger, secrets: Pick<Secrets, 'masterKey' | 'keyHashSecret'>, dbOptions: OpenDatabaseOptions = {}): Promise<Services> {
+/**
+ * How tokens are rendered when the domain hands them out (a Reactor's `tokenize` result): the
+ * HTTP edge's presenter, passed in so that the domain never imports `http/`.
+ */
+export interface Rendering {
+  presentToken: (view: TokenView) => unknown
+}
+
+export async function openServices(config: Config, logger: Logger, secrets: Pick<Secrets, 'masterKey' | 'keyHashSecret'>, rendering: Rendering, dbOptions: OpenDatabaseOptions = {}): Promise<Services> {
   const metrics = createMetrics()
   const limiter = instrumentLimiter(createRateLimiter({ config, logger }), metrics)
   const store = await openStore(config, { logger, ...dbOptions })
@@ -89,11 +96,11 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
   const supervisor = new ReactorSupervisor({
     config: config.reactors,
     logger,
-    bridges: reactorBridges({ store, keys, tokens, forwarder, config, present: presentToken }),
+    bridges: reactorBridges({ store, keys, tokens, forwarder, config, present: rendering.presentToken }),
   })
   const reactorCache = createReactorCache({ bus, loadReactor: (tenantId, id) => store.reactors.findById(tenantId, id), loadActor: (reactor) => reactorActor(store, reactor) })
   await reactorCache.start()
-  const reactors = reactorsService({ store, keys, tokens, supervisor, config, present: presentToken, cache: reactorCache })
+  const reactors = reactorsService({ store, keys, tokens, supervisor, config, present: rendering.presentToken, cache: reactorCache })
   const proxies = proxiesService({ store, bus, hasher, supervisor, forwarder, tokens, config })
   await proxies.start()
 

@@ -4,7 +4,7 @@ import type { AuditRecorder } from '../audit/audit-log.js'
 import { httpMethods, outcomeOf, type AuditEvent, type HttpMethod } from '../audit/events.js'
 import { AppError } from '../errors/index.js'
 import type { ExchangeAudit } from '../proxy/pipeline/index.js'
-import type { Destination } from '../proxy/destination-url.js'
+import type { Destination } from '../egress/destination-url.js'
 import { requestAudit } from './audit-context.js'
 import type { AppContext } from './context.js'
 

@@ -1,4 +1,4 @@
-import type { Forwarder } from '../proxy/forward.js'
+import type { Forwarder } from '../egress/forward.js'
 import type { RateLimiter } from '../ratelimit/index.js'
 import type { TokenService } from '../vault/token-service.js'
 import { statusClass, type Metrics } from './metrics.js'

@@ -1,5 +1,5 @@
 import type { Config } from '../config/index.js'
-import type { Forwarder } from './forward.js'
+import type { Forwarder } from '../egress/forward.js'
 import { createPipeline, registerPlugin } from './pipeline/index.js'
 import { destinationHeadersPlugin } from './plugins/destination-headers/index.js'
 import { detokenizePlugin, type TokenResolver } from './plugins/detokenize/index.js'

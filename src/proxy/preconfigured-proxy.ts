@@ -1,6 +1,6 @@
 import type { Config } from '../config/index.js'
 import type { ProxyRecord } from '../store/index.js'
-import type { Forwarder } from './forward.js'
+import type { Forwarder } from '../egress/forward.js'
 import { createPipeline, registerPlugin, type Pipeline, type Registration } from './pipeline/index.js'
 import { destinationHeadersPlugin } from './plugins/destination-headers/index.js'
 import { detokenizePlugin, type TokenResolver } from './plugins/detokenize/index.js'

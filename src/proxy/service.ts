@@ -1,10 +1,11 @@
 import type { Readable } from 'node:stream'
 import type { Principal } from '../auth/principal.js'
 import { AppError } from '../errors/index.js'
-import type { DestinationPolicy } from './destination-policy.js'
-import { buildDestination, type Destination } from './destination-url.js'
-import type { ForwardBody, Forwarder } from './forward.js'
-import type { ResponseHeaders } from './headers.js'
+import type { DestinationPolicy } from '../egress/destination-policy.js'
+import { buildDestination, type Destination } from '../egress/destination-url.js'
+import type { ForwardBody, Forwarder } from '../egress/forward.js'
+import type { ResponseHeaders } from '../egress/headers.js'
+import { discardBody } from '../egress/body.js'
 import type { Caller, Exchange, ExchangeAudit, Pipeline } from './pipeline/index.js'
 
 export type { Caller }
@@ -104,17 +105,6 @@ export function createProxyService(deps: { forwarder: Forwarder; pipeline: Pipel
 
 const DESTINATION_CACHE_SIZE = 1024
 const DESTINATION_CACHE_BYTES = 512 * 1024
-const noop = (): void => {}
-
-/**
- * Drops a destination body nobody will read. An unread undici body destroyed by us emits
- * RequestAbortedError, and an 'error' nobody listens for takes the whole process down.
- */
-export function discardBody(body: Readable): void {
-  body.on('error', noop)
-  body.destroy()
-}
-
 /**
  * An after-forward failure (a response transform that throws, say) still happens after the
  * destination answered, and the call may have had effects there (a charge): the caller keeps

@@ -1,9 +1,9 @@
 import { actingApplication } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import type { Config } from '../config/index.js'
-import { AppError } from '../errors/index.js'
-import { buildDestination } from '../proxy/destination-url.js'
-import type { Forwarder } from '../proxy/forward.js'
+import { readBounded } from '../egress/body.js'
+import { buildDestination } from '../egress/destination-url.js'
+import type { Forwarder } from '../egress/forward.js'
 import type { Store } from '../store/index.js'
 import type { TokenService } from '../vault/token-service.js'
 import { detokenizeValue, tokenizeValue } from '../vault/tokenize.js'
@@ -42,19 +42,10 @@ export function reactorBridges(deps: {
         headers: Object.entries(req.headers).flat(),
         body: req.body ?? null,
       })
-      const chunks: Buffer[] = []
-      let size = 0
-      for await (const chunk of res.body) {
-        size += (chunk as Buffer).length
-        if (size > deps.config.reactors.payloadMaxBytes) {
-          res.body.destroy()
-          throw new AppError('payload_too_large', { detail: 'The fetched response is larger than the Reactor payload limit.' })
-        }
-        chunks.push(chunk as Buffer)
-      }
+      const body = await readBounded(res.body, deps.config.reactors.payloadMaxBytes, 'The fetched response is larger than the Reactor payload limit.')
       const headers: Record<string, string> = {}
       for (const [name, value] of Object.entries(res.headers)) headers[name] = Array.isArray(value) ? value.join(', ') : value
-      return { status: res.status, headers, body: Buffer.concat(chunks).toString('utf8') }
+      return { status: res.status, headers, body: body.toString('utf8') }
     },
   }
 }

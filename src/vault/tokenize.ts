@@ -18,8 +18,15 @@ const FULL_TOKEN_KEYS = new Set(['id', 'type', 'data', 'containers', 'metadata',
  * written unless every token validates and is permitted. Full tokens in the answer show no
  * more than each of `viewers` may read (a Reactor's `{tokenize}` result goes to its caller).
  */
+/** What tokenizing writes with: the store (one transaction), the vault keys and the token service. */
+export interface TokenizeDeps {
+  store: Store
+  keys: VaultKeys
+  tokens: TokenService
+}
+
 export async function tokenizeValue(
-  deps: { store: Store; keys: VaultKeys; tokens: TokenService },
+  deps: TokenizeDeps,
   principal: Principal,
   value: unknown,
   present: (view: TokenView) => unknown,

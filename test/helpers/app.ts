@@ -8,6 +8,7 @@ import { buildApp } from '../../src/app.js'
 import { testConfig, type Config } from '../../src/config/index.js'
 import { generateApiKey } from '../../src/auth/api-keys.js'
 import { createLogger } from '../../src/logger.js'
+import { presentToken } from '../../src/http/presenters/tokens.js'
 import { openServices, type Services } from '../../src/services.js'
 
 export interface TestApp {
@@ -77,7 +78,7 @@ export async function startTestApp(t: TapLike, env: Record<string, string> = {},
   const ownSchema = config.databaseUrl && !options.reuse ? `t_${randomBytes(6).toString('hex')}` : undefined
   const schema = options.reuse?.schema ?? ownSchema
   const logger = options.logLines ? createLogger(config, { write: (line: string) => void options.logLines!.push(line) }) : createLogger(config)
-  const services = await openServices(config, logger, { masterKey: config.masterKey!, keyHashSecret: config.keyHashSecret! }, { schema, inMemory: !dataDir })
+  const services = await openServices(config, logger, { masterKey: config.masterKey!, keyHashSecret: config.keyHashSecret! }, { presentToken }, { schema, inMemory: !dataDir })
   const server = http.createServer(buildApp(services).callback())
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`

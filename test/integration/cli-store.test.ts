@@ -7,6 +7,7 @@ import t, { type Test } from 'tap'
 import { runCli } from '../../src/cli/program.js'
 import { testConfig } from '../../src/config/index.js'
 import { createLogger } from '../../src/logger.js'
+import { presentToken } from '../../src/http/presenters/tokens.js'
 import { openServices } from '../../src/services.js'
 import { card } from '../helpers/tokens.js'
 
@@ -47,7 +48,7 @@ async function cli(env: Record<string, string>, ...argv: string[]) {
 /** The services a server on the same storage would open. */
 async function serverOn(t: Test, env: Record<string, string>) {
   const config = testConfig(env)
-  const services = await openServices(config, createLogger(config), { masterKey: config.masterKey!, keyHashSecret: config.keyHashSecret! })
+  const services = await openServices(config, createLogger(config), { masterKey: config.masterKey!, keyHashSecret: config.keyHashSecret! }, { presentToken })
   t.teardown(() => services.close())
   return services
 }

@@ -256,6 +256,7 @@ t.test('pre-configured proxies: transform failures', async (t) => {
       ['returns a number', 'module.exports = async () => 42', 500, /malformed/],
       ['returns headers as a string', "module.exports = async () => ({ headers: 'x' })", 500, /headers/],
       ['returns a header with CR LF', "module.exports = async () => ({ headers: { 'x-a': 'a\\r\\nx-b: b' } })", 500, /control character/],
+      ['returns a header value outside Latin-1', "module.exports = async () => ({ headers: { 'x-a': '\\u20ac' } })", 500, /outside Latin-1/],
       ['returns a bad header name', "module.exports = async () => ({ headers: { 'bad name': 'a' } })", 500, /header name/],
     ]
     for (const [label, code, status, detail] of cases) {

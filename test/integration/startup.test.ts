@@ -9,6 +9,7 @@ import { generateApiKey } from '../../src/auth/api-keys.js'
 import { testConfig } from '../../src/config/index.js'
 import { resolveSecrets } from '../../src/config/secrets.js'
 import { createLogger } from '../../src/logger.js'
+import { presentToken } from '../../src/http/presenters/tokens.js'
 import { openServices } from '../../src/services.js'
 
 t.test('a bad configuration exits non-zero naming every bad variable', async (t) => {
@@ -31,13 +32,13 @@ t.test('embedded data survives a restart, and the bootstrap runs once', { skip: 
   const config = testConfig({ SVC_DATA_DIR: dir, SVC_BOOTSTRAP_API_KEY: key })
   const secrets = resolveSecrets(config)
   t.same(secrets.generated.sort(), ['key_hash_secret', 'master_key'])
-  const first = await openServices(config, createLogger(config), secrets)
+  const first = await openServices(config, createLogger(config), secrets, { presentToken })
   const principal = await first.authenticator.authenticate(key)
   await first.close()
 
   const again = resolveSecrets(config)
   t.same(again.generated, [], 'secrets are reused from the data dir')
-  const second = await openServices(config, createLogger(config), again)
+  const second = await openServices(config, createLogger(config), again, { presentToken })
   t.teardown(() => second.close())
   t.equal((await second.authenticator.authenticate(key)).id, principal.id, 'same Application after restart')
   t.equal(await second.store.tenants.count(), 1, 'bootstrap did not run twice')

@@ -1,3 +1,4 @@
+import type { ReactResult } from '../../reactors/service.js'
 import type { ReactorRecord } from '../../store/index.js'
 import type { ReactorResponse } from '../schemas/reactors.js'
 import { compact, iso } from './common.js'
@@ -15,4 +16,9 @@ export function presentReactor(r: ReactorRecord): ReactorResponse {
     modified_by: r.modified_by ?? undefined,
     modified_at: iso(r.modified_at),
   })
+}
+
+/** What `react` answers when the Reactor returned a value (not a custom response): parts it did not return are omitted. */
+export function presentReactResult({ body }: Extract<ReactResult, { kind: 'result' }>) {
+  return compact(body)
 }

@@ -2,14 +2,15 @@ import { randomUUID } from 'node:crypto'
 import type { AuditRecorder } from '../../audit/audit-log.js'
 import type { AuditEvent } from '../../audit/events.js'
 import { AppError } from '../../errors/index.js'
+import { isAnswerStatus, isHeaderName, isHeaderValue } from '../../shapes/http-parts.js'
 import type { ReactResult, ReactorAudit, ReactorsService } from '../../reactors/service.js'
 import { changeEvent, requestAudit } from '../audit-context.js'
 import type { AppContext } from '../context.js'
 import type { AppRouter } from '../context.js'
 import { jsonBody } from '../middleware/json-body.js'
 import { currentPrincipal, requirePermission } from '../middleware/authenticate.js'
-import { compact, presentPage } from '../presenters/common.js'
-import { presentReactor } from '../presenters/reactors.js'
+import { presentPage } from '../presenters/common.js'
+import { presentReactor, presentReactResult } from '../presenters/reactors.js'
 import { ListReactorsQuery, ReactBody, ReactorBody } from '../schemas/reactors.js'
 import { validator } from '../schemas/validate.js'
 import type { BodyParsers } from './body-parsers.js'
@@ -56,7 +57,7 @@ export function reactorRoutes(router: AppRouter, reactors: ReactorsService, audi
       respondAsReactor(ctx, result)
       return
     }
-    ctx.body = compact(result.body)
+    ctx.body = presentReactResult(result)
   })
 }
 
@@ -81,16 +82,13 @@ function reactorAudit(ctx: AppContext, recorder: AuditRecorder, reactorId: strin
   }
 }
 
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
-const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/
-
 /** A CustomHttpResponseError from Reactor code: its status, headers and body, checked first. */
 function respondAsReactor(ctx: AppContext, result: Extract<ReactResult, { kind: 'response' }>): void {
-  if (!Number.isInteger(result.status) || result.status < 200 || result.status > 599) {
+  if (!isAnswerStatus(result.status)) {
     throw new AppError('reactor_error', { detail: 'The Reactor answered with an invalid HTTP status.' })
   }
   for (const [name, value] of Object.entries(result.headers)) {
-    if (!HEADER_NAME.test(name) || typeof value !== 'string' || !HEADER_VALUE.test(value)) {
+    if (!isHeaderName(name) || typeof value !== 'string' || !isHeaderValue(value)) {
       throw new AppError('reactor_error', { detail: 'The Reactor answered with an invalid header.' })
     }
   }

@@ -3,6 +3,7 @@ import type { SessionsService } from '../../vault/sessions.js'
 import { changeEvent } from '../audit-context.js'
 import type { AppRouter } from '../context.js'
 import { currentPrincipal } from '../middleware/authenticate.js'
+import { presentSessionAuthorized, presentSessionCreated } from '../presenters/sessions.js'
 import { AuthorizeSessionBody } from '../schemas/sessions.js'
 import { validator } from '../schemas/validate.js'
 import type { BodyParsers } from './body-parsers.js'
@@ -14,12 +15,12 @@ export function sessionRoutes(router: AppRouter, sessions: SessionsService, audi
     const s = await sessions.createSession(currentPrincipal(ctx.state))
     await audit.record([changeEvent(ctx, 'session.create', 'session', s.id, 201)])
     ctx.status = 201
-    ctx.body = { session_key: s.session_key, nonce: s.nonce, expires_at: s.expires_at.toISOString() }
+    ctx.body = presentSessionCreated(s)
   })
 
   router.post('/sessions/authorize', body.json, async (ctx) => {
-    const { id, expires_at } = await sessions.authorizeSession(currentPrincipal(ctx.state), parseAuthorize(ctx.state.body))
-    await audit.record([changeEvent(ctx, 'session.authorize', 'session', id, 200)])
-    ctx.body = { expires_at: expires_at.toISOString() }
+    const authorized = await sessions.authorizeSession(currentPrincipal(ctx.state), parseAuthorize(ctx.state.body))
+    await audit.record([changeEvent(ctx, 'session.authorize', 'session', authorized.id, 200)])
+    ctx.body = presentSessionAuthorized(authorized)
   })
 }

@@ -1,5 +1,5 @@
-import type { Services } from '../../services.js'
-import { detokenizeValue, tokenizeValue } from '../../vault/tokenize.js'
+import type { AuditLog } from '../../audit/audit-log.js'
+import { detokenizeValue, tokenizeValue, type TokenizeDeps } from '../../vault/tokenize.js'
 import type { AppRouter } from '../context.js'
 import { tokenEvent } from '../audit-context.js'
 import { currentPrincipal, requirePermission } from '../middleware/authenticate.js'
@@ -14,8 +14,9 @@ const parseUpdate = validator(UpdateTokenBody)
 const parseList = validator(ListTokensQuery, { query: true })
 const parseSearch = validator(SearchTokensBody)
 
-export function tokenRoutes(router: AppRouter, services: Services, body: BodyParsers): void {
-  const { tokens, audit } = services
+/** `maxDetokenizeTokens`: how many token ids one `/detokenize` value may name. */
+export function tokenRoutes(router: AppRouter, vault: TokenizeDeps, audit: AuditLog, body: BodyParsers, maxDetokenizeTokens: number): void {
+  const { tokens } = vault
 
   router.post('/tokens', requirePermission('token:create'), body.json, async (ctx) => {
     const view = await tokens.createToken(currentPrincipal(ctx.state), parseCreate(ctx.state.body))
@@ -58,13 +59,13 @@ export function tokenRoutes(router: AppRouter, services: Services, body: BodyPar
   })
 
   router.post('/tokenize', requirePermission('token:create'), body.json, async (ctx) => {
-    ctx.body = await tokenizeValue(services, currentPrincipal(ctx.state), ctx.state.body, presentToken, undefined, (ids, views) =>
+    ctx.body = await tokenizeValue(vault, currentPrincipal(ctx.state), ctx.state.body, presentToken, undefined, (ids, views) =>
       audit.record([tokenEvent(ctx, 'token.create', ids, 200, views)]),
     )
   })
 
   router.post('/detokenize', requirePermission('token:read'), body.json, async (ctx) => {
-    ctx.body = await detokenizeValue(tokens, currentPrincipal(ctx.state), ctx.state.body, services.config.expressions.maxTokens, 'token:read', (ids) =>
+    ctx.body = await detokenizeValue(tokens, currentPrincipal(ctx.state), ctx.state.body, maxDetokenizeTokens, 'token:read', (ids) =>
       audit.record([{ ...tokenEvent(ctx, 'token.detokenize', [...ids], 200), tokenIds: [...ids] }]),
     )
   })

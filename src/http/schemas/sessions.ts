@@ -17,5 +17,7 @@ export const SessionCreated = Type.Object({
   nonce: Type.String({ description: 'Hand to a private Application to authorize the session.' }),
   expires_at: DateTime,
 })
+export type SessionCreated = Static<typeof SessionCreated>
 
 export const SessionAuthorized = Type.Object({ expires_at: DateTime })
+export type SessionAuthorized = Static<typeof SessionAuthorized>

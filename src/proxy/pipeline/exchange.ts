@@ -1,8 +1,8 @@
 import type { Readable } from 'node:stream'
 import type { Principal } from '../../auth/principal.js'
-import type { Destination } from '../destination-url.js'
-import type { ForwardBody, ForwardResponse } from '../forward.js'
-import type { ResponseHeaders } from '../headers.js'
+import type { Destination } from '../../egress/destination-url.js'
+import type { ForwardBody, ForwardResponse } from '../../egress/forward.js'
+import type { ResponseHeaders } from '../../egress/headers.js'
 
 /** The caller's request as received. Never mutated: plugins write `outgoing` instead. */
 export interface IncomingParts {

@@ -27,6 +27,9 @@ const refused: Array<[string, string, RegExp]> = [
   ['src/store/repositories/probe.ts', "import { x } from '../../http/cursor.js'", /never import http\//],
   ['src/store/repositories/probe.ts', "import type { x } from '../../vault/token-builder.js'", /never imports a feature folder/],
   ['src/cache/probe.ts', "import { x } from '../auth/principal.js'", /never imports a feature folder/],
+  ['src/egress/probe.ts', "import type { x } from '../proxy/pipeline/index.js'", /egress\/\) serves the feature folders/],
+  ['src/egress/probe.ts', "import { x } from '../reactors/bridges.js'", /egress\/\) serves the feature folders/],
+  ['src/egress/probe.ts', "import { x } from '../http/context.js'", /never import http\//],
 ]
 
 const allowed: Array<[string, string]> = [
@@ -41,6 +44,9 @@ const allowed: Array<[string, string]> = [
   ['src/http/routes/probe.ts', "import { x } from '../presenters/tokens.js'"],
   ['src/app-probe.ts', "import { x } from './http/context.js'"],
   ['src/vault/probe.ts', "import http from 'node:http'"],
+  ['src/egress/probe.ts', "import { x } from '../errors/index.js'"],
+  ['src/egress/probe.ts', "import { x } from './headers.js'"],
+  ['src/reactors/probe.ts', "import { x } from '../egress/forward.js'"],
 ]
 
 t.test('a deliberate violation of each import zone fails lint', async (t) => {

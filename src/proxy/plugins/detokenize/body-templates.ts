@@ -1,6 +1,6 @@
 import { AppError } from '../../../errors/index.js'
 import type { TokenLookup } from '../../../expressions/index.js'
-import type { ForwardBody } from '../../forward.js'
+import type { ForwardBody } from '../../../egress/forward.js'
 import { planJson } from './json-templates.js'
 import type { TokenBudget } from './token-budget.js'
 import { planText } from './text-templates.js'

@@ -59,10 +59,3 @@ function located<T>(name: string, fn: () => T): T {
   }
 }
 
-/** The first value of `lowerName` in a flat header list, the one Node keeps for single-valued headers. */
-export function findHeader(headers: readonly string[], lowerName: string): string | undefined {
-  for (let i = 0; i + 1 < headers.length; i += 2) {
-    if ((headers[i] as string).toLowerCase() === lowerName) return headers[i + 1]
-  }
-  return undefined
-}

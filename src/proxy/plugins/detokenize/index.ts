@@ -4,7 +4,8 @@ import { AppError } from '../../../errors/index.js'
 import { ExpressionError, type TokenLookup } from '../../../expressions/index.js'
 import type { Exchange, ProxyPlugin } from '../../pipeline/index.js'
 import { mayHoldExpressions, planBody } from './body-templates.js'
-import { findHeader, headersMayHoldExpressions, planHeaders } from './header-templates.js'
+import { findHeader } from '../../../egress/headers.js'
+import { headersMayHoldExpressions, planHeaders } from './header-templates.js'
 import { TokenBudget } from './token-budget.js'
 
 /** The vault's side of detokenization: one query for every id, permission checked on each. */

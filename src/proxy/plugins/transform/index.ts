@@ -3,16 +3,15 @@ import type { JSONSchemaType } from 'ajv'
 import { AppError } from '../../../errors/index.js'
 import type { InvocationContext } from '../../../reactors/bridges.js'
 import type { ReactorInvocation, ReactorOutcome } from '../../../reactors/supervisor.js'
-import type { ForwardBody } from '../../forward.js'
-import { toForwardError } from '../../forward-errors.js'
-import { prepareRequestHeaders, type ResponseHeaders } from '../../headers.js'
+import type { ForwardBody } from '../../../egress/forward.js'
+import { toForwardError } from '../../../egress/forward-errors.js'
+import { findHeader, prepareRequestHeaders, type ResponseHeaders } from '../../../egress/headers.js'
+import { readBounded } from '../../../egress/body.js'
+import { isRecord } from '../../../shapes/http-parts.js'
 import type { Exchange, ProxyPlugin, Respond } from '../../pipeline/index.js'
-import { discardBody } from '../../service.js'
-import { findHeader } from '../detokenize/header-templates.js'
 import {
   bodyArg,
   encodeBody,
-  isRecord,
   malformed,
   requestHeaderArg,
   responseHeaderArg,
@@ -171,19 +170,9 @@ function bufferOf(body: ForwardBody): Buffer {
 }
 
 async function readLimited(body: Readable, limit: number): Promise<Buffer> {
-  const chunks: Buffer[] = []
-  let size = 0
   try {
-    for await (const chunk of body) {
-      size += (chunk as Buffer).length
-      if (size > limit) {
-        discardBody(body)
-        throw new AppError('payload_too_large', { detail: `The destination's answer is larger than the ${limit}-byte transform limit.` })
-      }
-      chunks.push(chunk as Buffer)
-    }
+    return await readBounded(body, limit, `The destination's answer is larger than the ${limit}-byte transform limit.`)
   } catch (err) {
     throw toForwardError(err)
   }
-  return Buffer.concat(chunks)
 }

@@ -1,5 +1,6 @@
 import { AppError } from '../../../errors/index.js'
-import type { ResponseHeaders } from '../../headers.js'
+import type { ResponseHeaders } from '../../../egress/headers.js'
+import { headerValueText, isAnswerStatus, isHeaderName, isHeaderValue, isRecord } from '../../../shapes/http-parts.js'
 import { bodyKind } from '../detokenize/body-templates.js'
 
 /**
@@ -10,9 +11,6 @@ import { bodyKind } from '../detokenize/body-templates.js'
  * CustomHttpResponseError: transform code is tenant code.
  */
 
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
-// eslint-disable-next-line no-control-regex -- rejecting control characters is the point
-const HEADER_VALUE = /^[^\x00-\x08\x0a-\x1f\x7f]*$/
 // Framing is recomputed for the new body; hop-by-hop headers belong to one connection.
 const NOT_RETURNED = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'trailer', 'te', 'proxy-connection'])
 
@@ -69,11 +67,11 @@ export function returnedHeaders(which: TransformKind, value: unknown): [string, 
   const out: [string, string][] = []
   for (const [name, raw] of Object.entries(value)) {
     // Header names are never echoed: transform code may build them from revealed data.
-    if (!HEADER_NAME.test(name)) throw malformed(which, 'a header name is not a valid token.')
+    if (!isHeaderName(name)) throw malformed(which, 'a header name is not a valid token.')
     for (const item of Array.isArray(raw) ? (raw as unknown[]) : [raw]) {
-      if (typeof item !== 'string' && typeof item !== 'number') throw malformed(which, 'header values must be strings.')
-      const text = String(item)
-      if (!HEADER_VALUE.test(text)) throw malformed(which, 'a header value contains a control character.')
+      const text = headerValueText(item)
+      if (text === undefined) throw malformed(which, 'header values must be strings.')
+      if (!isHeaderValue(text)) throw malformed(which, 'a header value contains a control character or one outside Latin-1.')
       if (!NOT_RETURNED.has(name.toLowerCase())) out.push([name, text])
     }
   }
@@ -82,12 +80,8 @@ export function returnedHeaders(which: TransformKind, value: unknown): [string, 
 
 /** A transform's status: an integer the caller can be answered with. */
 export function returnedStatus(value: unknown): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 200 || value > 599) {
+  if (!isAnswerStatus(value)) {
     throw malformed('response', '`status` must be an integer between 200 and 599.')
   }
   return value
-}
-
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }

@@ -1,3 +1,4 @@
+import { headerValueText, isAnswerStatus, isHeaderName, isHeaderValue, isRecord } from '../../../shapes/http-parts.js'
 import type { RunErrorCode, WireOutcome } from '../shared/protocol.js'
 
 /**
@@ -33,9 +34,6 @@ export function decodeRun(result: unknown, payloadMaxBytes: number): WireOutcome
 }
 
 const REACTOR_CODES: readonly RunErrorCode[] = ['bad_request', 'unauthenticated', 'forbidden', 'reactor_error']
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
-// eslint-disable-next-line no-control-regex -- rejecting control characters is the point
-const HEADER_VALUE = /^[^\x00-\x08\x0a-\x1f\x7f]*$/
 
 /** The most of a Reactor's error message a caller gets (the prelude cuts there too; this holds if it was tampered with). */
 export const REACTOR_MESSAGE_MAX_CHARS = 500
@@ -50,16 +48,16 @@ function decodeError(meta: Record<string, unknown>): WireOutcome {
 
 function decodeResponse(meta: Record<string, unknown>, json: string): WireOutcome {
   const status = meta.status
-  if (typeof status !== 'number' || !Number.isInteger(status) || status < 200 || status > 599) {
+  if (!isAnswerStatus(status)) {
     return failure('CustomHttpResponseError needs an integer status between 200 and 599.')
   }
   if (!isRecord(meta.headers)) return failure('CustomHttpResponseError headers must be an object of strings.')
   const headers: Record<string, string> = {}
   for (const [name, value] of Object.entries(meta.headers)) {
     // Header names are never echoed: Reactor code may build them from revealed data.
-    if (typeof value !== 'string' && typeof value !== 'number') return failure('Each CustomHttpResponseError header value must be a string.')
-    const text = String(value)
-    if (!HEADER_NAME.test(name) || !HEADER_VALUE.test(text)) return failure('CustomHttpResponseError has an invalid header.')
+    const text = headerValueText(value)
+    if (text === undefined) return failure('Each CustomHttpResponseError header value must be a string.')
+    if (!isHeaderName(name) || !isHeaderValue(text)) return failure('CustomHttpResponseError has an invalid header.')
     headers[name.toLowerCase()] = text
   }
   return { kind: 'response', status, headers, json }
@@ -71,8 +69,4 @@ function tooLarge(limit: number): WireOutcome {
 
 function failure(detail: string): WireOutcome {
   return { kind: 'error', code: 'reactor_error', detail }
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }

@@ -77,15 +77,27 @@ export const policyLookup: LookupFunction = (hostname, options, callback) => {
 }
 
 /**
- * undici connector that enforces the policy. net.connect skips `lookup` for IP literals, so those
- * are checked here before connecting; names go through policyLookup.
+ * The SSRF guard of every outbound connection, for both senders (the undici connector and the
+ * node:http path): net.connect skips `lookup` for IP literals, so `checkHost` refuses a private
+ * literal before connecting, and names resolve through `lookup` (policyLookup). Under
+ * SVC_PROXY_ALLOW_PRIVATE neither checks anything.
  */
-export function createPolicyConnector(allowPrivate: boolean, timeoutMs: number): buildConnector.connector {
-  if (allowPrivate) return buildConnector({ timeout: timeoutMs })
-  const connect = buildConnector({ timeout: timeoutMs, lookup: policyLookup })
+export interface ConnectGuard {
+  checkHost(hostname: string): void
+  lookup: LookupFunction | undefined
+}
+
+export function connectGuard(allowPrivate: boolean): ConnectGuard {
+  if (allowPrivate) return { checkHost: () => {}, lookup: undefined }
+  return { checkHost: assertPublicLiteral, lookup: policyLookup }
+}
+
+/** undici connector that applies the guard before any byte leaves. */
+export function createPolicyConnector(guard: ConnectGuard, timeoutMs: number): buildConnector.connector {
+  const connect = buildConnector({ timeout: timeoutMs, ...(guard.lookup && { lookup: guard.lookup }) })
   return (options, callback) => {
     try {
-      assertPublicLiteral(options.hostname)
+      guard.checkHost(options.hostname)
     } catch (err) {
       callback(err as Error, null)
       return

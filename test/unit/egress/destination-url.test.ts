@@ -1,6 +1,6 @@
 import t from 'tap'
 import type { AppError } from '../../../src/errors/index.js'
-import { buildDestination } from '../../../src/proxy/destination-url.js'
+import { buildDestination } from '../../../src/egress/destination-url.js'
 
 const strict = { allowHttp: false, allowPrivate: false }
 const relaxed = { allowHttp: true, allowPrivate: true }

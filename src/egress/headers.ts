@@ -115,6 +115,12 @@ function isFlat(input: HeaderInput): input is readonly string[] {
   return Array.isArray(input)
 }
 
+/** The first value of `lowerName` in a flat header list, the one Node keeps for single-valued headers. */
+export function findHeader(headers: readonly string[], lowerName: string): string | undefined {
+  return flatValue(headers, lowerName)?.[0]
+}
+
+/** Every value of `lowerName` in a flat header list, in order; undefined when there is none. */
 function flatValue(input: readonly string[], lowerName: string): string[] | undefined {
   let values: string[] | undefined
   for (let i = 0; i + 1 < input.length; i += 2) {

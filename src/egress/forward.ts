@@ -1,28 +1,13 @@
 import { Readable } from 'node:stream'
 import { Agent, type Dispatcher } from 'undici'
 import { AppError } from '../errors/index.js'
-import { createPolicyConnector } from './destination-policy.js'
+import { connectGuard, createPolicyConnector } from './destination-policy.js'
 import { createInjectedSender } from './forward-injected.js'
-import type { ForwardRequest, ForwardResponse } from './forward-types.js'
+import type { Forwarder, ForwarderOptions, ForwardRequest, ForwardResponse } from './forward-types.js'
 import { toForwardError } from './forward-errors.js'
 import { injectedHeaderProblem, prepareRequestHeaders, stripResponseHeaders } from './headers.js'
 
-export type { ForwardBody, ForwardRequest, ForwardResponse } from './forward-types.js'
-
-export interface ForwarderOptions {
-  /** Headers time-out and body idle time-out (and connect time-out): SVC_PROXY_TIMEOUT_MS. */
-  timeoutMs: number
-  allowPrivate: boolean
-  allowHttp: boolean
-}
-
-export interface Forwarder {
-  forward(req: ForwardRequest): Promise<ForwardResponse>
-  /** Waits for in-flight calls, then closes every pooled connection. */
-  close(): Promise<void>
-  /** The shutdown deadline: every call in flight fails at once with 503 unavailable, every connection closes. */
-  abort(): Promise<void>
-}
+export type { ForwardBody, Forwarder, ForwarderOptions, ForwardRequest, ForwardResponse } from './forward-types.js'
 
 /**
  * One per app: a pooled keep-alive undici Agent whose connector enforces the destination policy
@@ -31,12 +16,13 @@ export interface Forwarder {
  */
 export function createForwarder(options: ForwarderOptions): Forwarder {
   const { timeoutMs } = options
+  const guard = connectGuard(options.allowPrivate)
   const agent = new Agent({
-    connect: createPolicyConnector(options.allowPrivate, timeoutMs),
+    connect: createPolicyConnector(guard, timeoutMs),
     headersTimeout: timeoutMs,
     bodyTimeout: timeoutMs,
   })
-  const injected = createInjectedSender(timeoutMs, options.allowPrivate)
+  const injected = createInjectedSender(timeoutMs, guard)
   let aborted = false
   return {
     async forward(req) {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { Readable } from 'node:stream'
 import t from 'tap'
-import { buildDestination } from '../../../src/proxy/destination-url.js'
+import { buildDestination } from '../../../src/egress/destination-url.js'
 import { openForwarder, rawDestination, readAll, startStub } from '../../helpers/stub-server.js'
 
 const relaxed = { allowHttp: true, allowPrivate: true }

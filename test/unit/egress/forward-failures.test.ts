@@ -2,7 +2,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { pipeline } from 'node:stream'
 import t from 'tap'
-import type { Forwarder } from '../../../src/proxy/forward.js'
+import type { Forwarder } from '../../../src/egress/forward.js'
 import { closedPort, openForwarder, rawDestination, readAll, startRawStub, startStub } from '../../helpers/stub-server.js'
 
 // Each scenario runs on both outbound paths: undici, and node:http (taken when a header is injected).

@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream'
 import type { Destination } from './destination-url.js'
 import type { HeaderInput, ResponseHeaders } from './headers.js'
 
-/** What one outbound call is and answers: shared by both senders (undici and node:http). */
+/** The types of outbound HTTP: one call (shared by both senders, undici and node:http) and the forwarder. */
 export type ForwardBody = Buffer | Uint8Array | string | Readable | null
 
 export interface ForwardRequest {
@@ -27,4 +27,19 @@ export interface ForwardResponse {
    * mid-body, so piping it aborts the client response. Destroy it if it is not consumed.
    */
   body: Readable
+}
+
+export interface ForwarderOptions {
+  /** Headers time-out and body idle time-out (and connect time-out): SVC_PROXY_TIMEOUT_MS. */
+  timeoutMs: number
+  allowPrivate: boolean
+  allowHttp: boolean
+}
+
+export interface Forwarder {
+  forward(req: ForwardRequest): Promise<ForwardResponse>
+  /** Waits for in-flight calls, then closes every pooled connection. */
+  close(): Promise<void>
+  /** The shutdown deadline: every call in flight fails at once with 503 unavailable, every connection closes. */
+  abort(): Promise<void>
 }

@@ -1,6 +1,6 @@
 import t from 'tap'
-import { buildDestination } from '../../../src/proxy/destination-url.js'
-import { DestinationRefusedError, isPublicAddress, policyLookup } from '../../../src/proxy/destination-policy.js'
+import { buildDestination } from '../../../src/egress/destination-url.js'
+import { DestinationRefusedError, isPublicAddress, policyLookup } from '../../../src/egress/destination-policy.js'
 import { openForwarder, rawDestination, readAll, startStub } from '../../helpers/stub-server.js'
 
 t.test('only public unicast addresses are public', async (t) => {

@@ -1,7 +1,7 @@
 import http from 'node:http'
 import https from 'node:https'
 import { pipeline, Readable } from 'node:stream'
-import { assertPublicLiteral, policyLookup } from './destination-policy.js'
+import type { ConnectGuard } from './destination-policy.js'
 import { destinationTimeoutError, upgradeRefusedError } from './forward-errors.js'
 import { stripResponseHeaders, type OutboundHeaders } from './headers.js'
 import type { ForwardBody, ForwardRequest, ForwardResponse } from './forward-types.js'
@@ -9,8 +9,8 @@ import type { ForwardBody, ForwardRequest, ForwardResponse } from './forward-typ
 /**
  * The path for calls that carry SVC-PROXY-KEEP-ALIVE / SVC-PROXY-CONNECTION. undici refuses a
  * `Keep-Alive` request header and swallows `Connection` (it always writes its own), so these rare
- * calls go through node:http, which sends a raw header list byte for byte. Same policy (literal
- * check + policyLookup), same time-out, same response shape as the undici path.
+ * calls go through node:http, which sends a raw header list byte for byte. The same ConnectGuard
+ * (literal check + policyLookup), time-out and response shape as the undici path.
  */
 export interface InjectedSender {
   send(req: ForwardRequest, outbound: OutboundHeaders): Promise<ForwardResponse>
@@ -20,14 +20,14 @@ export interface InjectedSender {
 const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH'])
 const noop = (): void => {}
 
-export function createInjectedSender(timeoutMs: number, allowPrivate: boolean): InjectedSender {
+export function createInjectedSender(timeoutMs: number, guard: ConnectGuard): InjectedSender {
   // Pooled like the undici path, so `Connection: keep-alive` sent on behalf of the caller is honoured.
   const httpAgent = new http.Agent({ keepAlive: true })
   const httpsAgent = new https.Agent({ keepAlive: true })
   return {
     send(req, outbound) {
       const tls = req.destination.url.protocol === 'https:'
-      return sendInjected(req, outbound, { tls, agent: tls ? httpsAgent : httpAgent, timeoutMs, allowPrivate })
+      return sendInjected(req, outbound, { tls, agent: tls ? httpsAgent : httpAgent, timeoutMs, guard })
     },
     close() {
       httpAgent.destroy()
@@ -40,12 +40,12 @@ interface SendOptions {
   tls: boolean
   agent: http.Agent
   timeoutMs: number
-  allowPrivate: boolean
+  guard: ConnectGuard
 }
 
 function sendInjected(req: ForwardRequest, outbound: OutboundHeaders, o: SendOptions): Promise<ForwardResponse> {
   const { url, path } = req.destination
-  if (!o.allowPrivate) assertPublicLiteral(url.hostname)
+  o.guard.checkHost(url.hostname)
   const headers = injectedHeaders(req, outbound)
   return new Promise((resolve, reject) => {
     const outgoing = (o.tls ? https : http).request({
@@ -56,7 +56,7 @@ function sendInjected(req: ForwardRequest, outbound: OutboundHeaders, o: SendOpt
       path,
       // An array is written as given: no Host, framing or Connection header is added or reordered.
       headers,
-      lookup: o.allowPrivate ? undefined : policyLookup,
+      lookup: o.guard.lookup,
       signal: req.signal,
     })
     // The socket time-out below is idle time, and a socket handed over on a 101 has none: the
