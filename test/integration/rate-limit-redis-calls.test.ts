@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import net from 'node:net'
 import { Redis } from 'ioredis'
 import t from 'tap'
 import { startTestApp } from '../helpers/app.js'
@@ -14,16 +15,32 @@ t.test('one Redis call per request, all scopes in it', { skip: await skipWithout
   const prefix = uniquePrefix(t)
   const app = await startTestApp(t, { REDIS_URL, SVC_RATE_LIMIT_KEY_PREFIX: prefix, SVC_TRUSTED_PROXIES: '127.0.0.1' })
   const client = new Redis(REDIS_URL)
-  const monitor = await client.monitor()
-  t.teardown(() => {
-    monitor.disconnect()
-    client.disconnect()
-  })
+  t.teardown(() => client.disconnect())
   const sentinel = `sentinel-${randomUUID()}`
   const seen: { args: string[]; fromScript: boolean }[] = []
-  monitor.on('monitor', (_time: string, args: string[], source: string) => {
-    if (args.some((a) => a.startsWith(prefix)) || args.includes(sentinel)) seen.push({ args, fromScript: source === 'lua' })
+  // MONITOR on a plain socket (ioredis' own monitor mode can mistake early output for replies).
+  // Each line: +<time> [<db> <client address or "lua">] "<arg>" "<arg>" ...
+  const redis = new URL(REDIS_URL)
+  const monitor = net.connect(Number(redis.port || 6379), redis.hostname)
+  t.teardown(() => monitor.destroy())
+  monitor.setEncoding('utf8')
+  let pending = ''
+  let started: () => void
+  const monitoring = new Promise<void>((resolve) => (started = resolve))
+  monitor.on('data', (chunk: string) => {
+    pending += chunk
+    for (let end = pending.indexOf('\r\n'); end >= 0; end = pending.indexOf('\r\n')) {
+      const line = pending.slice(0, end)
+      pending = pending.slice(end + 2)
+      if (line === '+OK') started()
+      const m = /^\+\d+\.\d+ \[\d+ ([^\]]+)\] (.*)$/.exec(line)
+      if (!m) continue
+      const args = [...m[2]!.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((a) => a[1]!)
+      if (args.some((a) => a.startsWith(prefix)) || args.includes(sentinel)) seen.push({ args, fromScript: m[1] === 'lua' })
+    }
   })
+  monitor.write('MONITOR\r\n')
+  await monitoring
 
   // Two one-scope routes (global only) and two with a route scope too, from one client IP.
   const requests: [string, string, string][] = [
