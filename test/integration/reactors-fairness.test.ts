@@ -63,8 +63,9 @@ t.test('at any offered load the react route answers 200 or 503 with Retry-After,
     SVC_REACTOR_QUEUE_TIMEOUT_MS: '300',
   })
   const caller = await appKey(app, privateRules)
-  // Busy for 200 ms of wall time: each call holds its slot that long, whatever the CPU load.
-  const slow = await reactor(app, app.adminKey, 'module.exports = async (req) => { const end = Date.now() + 200; while (Date.now() < end) {} return { raw: req.args } }')
+  // Busy for 1.5 s of wall time: each call holds its slot that long, whatever the CPU load, so
+  // all 40 calls arrive while the first 4 still run even on a loaded machine (200 ms was not).
+  const slow = await reactor(app, app.adminKey, 'module.exports = async (req) => { const end = Date.now() + 1500; while (Date.now() < end) {} return { raw: req.args } }')
   const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => app.request('POST', `/reactors/${slow}/react`, { key: caller, body: { args: i } })))
   const statuses = answers.map((r) => r.status)
   t.same(statuses.filter((s) => s !== 200 && s !== 503), [], 'only successes and sheds')
