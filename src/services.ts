@@ -23,7 +23,8 @@ import { tokenService, type TokenService, type TokenView } from './vault/token-s
 import { createTokenCache } from './vault/token-cache.js'
 import { reactorBridges } from './reactors/bridges.js'
 import { createReactorCache } from './reactors/reactor-cache.js'
-import { reactorActor, reactorsService, type ReactorsService } from './reactors/service.js'
+import { createCodeHost } from './reactors/code-host.js'
+import { reactorsService, type ReactorsService } from './reactors/service.js'
 import { ReactorSupervisor } from './reactors/supervisor.js'
 import { openVaultKeys, type VaultKeys } from './vault/vault-keys.js'
 import { createTenantSettingsCache, type TenantSettingsCache } from './tenants/settings-cache.js'
@@ -98,10 +99,15 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
     logger,
     bridges: reactorBridges({ store, keys, tokens, forwarder, config, present: rendering.presentToken }),
   })
-  const reactorCache = createReactorCache({ bus, loadReactor: (tenantId, id) => store.reactors.findById(tenantId, id), loadActor: (reactor) => reactorActor(store, reactor) })
+  const host = createCodeHost({ store, runtime: supervisor, codeMaxChars: config.reactors.codeMaxChars })
+  const reactorCache = createReactorCache({
+    bus,
+    loadReactor: (tenantId, id) => store.reactors.findById(tenantId, id),
+    loadActor: (reactor) => host.actor(reactor.tenant_id, reactor.application_id),
+  })
   await reactorCache.start()
-  const reactors = reactorsService({ store, keys, tokens, supervisor, config, present: rendering.presentToken, cache: reactorCache })
-  const proxies = proxiesService({ store, bus, hasher, supervisor, forwarder, tokens, config })
+  const reactors = reactorsService({ store, keys, tokens, host, config, present: rendering.presentToken, cache: reactorCache })
+  const proxies = proxiesService({ store, bus, hasher, host, forwarder, tokens, config })
   await proxies.start()
 
   const audit = createAuditLog({ store, keyring: auditKeyring(config.audit.secret, secrets.keyHashSecret), config: config.audit, logger })

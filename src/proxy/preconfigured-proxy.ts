@@ -4,7 +4,8 @@ import type { Forwarder } from '../egress/forward.js'
 import { createPipeline, registerPlugin, type Pipeline, type Registration } from './pipeline/index.js'
 import { destinationHeadersPlugin } from './plugins/destination-headers/index.js'
 import { detokenizePlugin, type TokenResolver } from './plugins/detokenize/index.js'
-import { requestTransformPlugin, responseTransformPlugin, type TransformRunner } from './plugins/transform/index.js'
+import type { CodeRunner } from '../reactors/code-host.js'
+import { requestTransformPlugin, responseTransformPlugin } from './plugins/transform/index.js'
 import type { TransformKind } from './plugins/transform/shapes.js'
 import { createProxyService, type ProxyService } from './service.js'
 
@@ -23,13 +24,12 @@ export interface PreconfiguredProxies {
  * the proxy's own. The plugins themselves are made once, here, at boot; each proxy only adds
  * its configs (its transform code and configuration).
  */
-export function createPreconfiguredProxies(deps: { forwarder: Forwarder; vault: TokenResolver; runner: TransformRunner; config: Config }): PreconfiguredProxies {
+export function createPreconfiguredProxies(deps: { forwarder: Forwarder; vault: TokenResolver; runner: CodeRunner; config: Config }): PreconfiguredProxies {
   const { config } = deps
-  const limits = { codeMaxChars: config.reactors.codeMaxChars, payloadMaxBytes: config.reactors.payloadMaxBytes }
   const detokenize = detokenizePlugin(deps.vault)
   const destinationHeaders = destinationHeadersPlugin()
-  const requestTransform = requestTransformPlugin(deps.runner, limits)
-  const responseTransform = responseTransformPlugin(deps.runner, limits)
+  const requestTransform = requestTransformPlugin(deps.runner)
+  const responseTransform = responseTransformPlugin(deps.runner, { payloadMaxBytes: config.reactors.payloadMaxBytes })
 
   function pipeline(proxy: ProxyPipelineSpec): Pipeline {
     const registrations: Registration[] = [
