@@ -7,6 +7,7 @@ import { authorizeApplicationChange, authorizeGrant } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import { AppError, ValidationError, type FieldErrors } from '../errors/index.js'
 import type { AccessRuleRecord, ApplicationFilter, ApplicationRecord, ApplicationType, Page, Store } from '../store/index.js'
+import { isUuid } from '../shapes/ids.js'
 
 export interface ApplicationsDeps {
   store: Store
@@ -33,13 +34,11 @@ export interface WithKey {
   key: string
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-
 export function applicationsService(deps: ApplicationsDeps) {
   const { store, hasher, authenticator } = deps
 
   async function find(tenantId: string, id: string): Promise<ApplicationRecord> {
-    const app = UUID.test(id) ? await store.applications.findById(tenantId, id) : undefined
+    const app = isUuid(id) ? await store.applications.findById(tenantId, id) : undefined
     if (!app) throw new AppError('not_found', { detail: 'No Application with this id.' })
     return app
   }

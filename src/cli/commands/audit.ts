@@ -2,8 +2,7 @@ import { runAuditPrune } from '../../audit/prune-cli.js'
 import { runAuditVerify } from '../../audit/verify-cli.js'
 import { CliError, EXIT_FAILED, EXIT_USAGE } from '../cli-error.js'
 import { cliConfig, type CliCommand } from '../context.js'
-
-const UUID = /^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$/i
+import { isUuid } from '../../shapes/ids.js'
 
 function positiveInt(flag: string) {
   return (value: string): number => {
@@ -24,7 +23,7 @@ export const command: CliCommand = {
       .option('--retention-days <n>', 'retention the chains were pruned with (default SVC_AUDIT_RETENTION_DAYS)', positiveInt('--retention-days'))
       .option('--json', 'print the verification as JSON')
       .action(async (options: { tenant?: string; retentionDays?: number; json?: boolean }) => {
-        if (options.tenant !== undefined && !UUID.test(options.tenant)) throw new CliError('--tenant must be a tenant id (uuid)', EXIT_USAGE)
+        if (options.tenant !== undefined && !isUuid(options.tenant)) throw new CliError('--tenant must be a tenant id (uuid)', EXIT_USAGE)
         const config = cliConfig(context)
         // 1 means broken, so a verification that could not run (database, secrets) is 2.
         const code = await runAuditVerify({ tenantId: options.tenant, retentionDays: options.retentionDays, json: options.json }, context.out, config).catch((err: unknown) => {
