@@ -2,6 +2,15 @@ import { errorCodes, type ErrorCode } from './codes.js'
 
 export type FieldErrors = Record<string, string[]>
 
+/** Collects messages per field, so that one 422 names every bad field at once. */
+export class FieldErrorList {
+  readonly fields: FieldErrors = {}
+
+  add(field: string, message: string): void {
+    ;(this.fields[field] ??= []).push(message)
+  }
+}
+
 export interface AppErrorOptions {
   detail?: string
   errors?: FieldErrors

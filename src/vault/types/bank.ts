@@ -1,6 +1,6 @@
-import type { FieldErrors } from '../../errors/index.js'
+import { FieldErrorList, type FieldErrors } from '../../errors/index.js'
 import { isDigits, passesAbaChecksum } from './checksums.js'
-import { checkObject, FieldErrorList, identity, requireString, type TokenType } from './token-type.js'
+import { checkObject, identity, requireString, validateValue, type TokenType } from './token-type.js'
 
 function checkRoutingNumber(value: unknown, field: string, errors: FieldErrorList): void {
   const routing = requireString(value, field, errors)
@@ -35,11 +35,7 @@ export const bank: TokenType = {
 export const usBankRoutingNumber: TokenType = {
   name: 'us_bank_routing_number',
   defaultContainer: '/bank/low/',
-  validate(data) {
-    const errors = new FieldErrorList()
-    checkRoutingNumber(data, 'data', errors)
-    return errors.fields
-  },
+  validate: validateValue(checkRoutingNumber),
   // Routing numbers identify banks, not people, and are printed on every cheque.
   defaultMask: '{{ data }}',
   maskLimits: { '': 'all' },

@@ -1,6 +1,6 @@
-import type { FieldErrors } from '../../errors/index.js'
+import { FieldErrorList, type FieldErrors } from '../../errors/index.js'
 import { isDigits, passesLuhn } from './checksums.js'
-import { checkObject, FieldErrorList, identity, requireString, type TokenType } from './token-type.js'
+import { checkObject, identity, requireString, validateValue, type TokenType } from './token-type.js'
 
 const PAN_LIMIT = { first: 6, last: 4 }
 
@@ -50,11 +50,7 @@ export const card: TokenType = {
 export const cardNumber: TokenType = {
   name: 'card_number',
   defaultContainer: '/pci/high/',
-  validate(data) {
-    const errors = new FieldErrorList()
-    checkCardNumber(data, 'data', errors)
-    return errors.fields
-  },
+  validate: validateValue(checkCardNumber),
   defaultMask: '{{ data | reveal_last: 4 }}',
   maskLimits: { '': PAN_LIMIT },
   defaultFingerprintExpression: '{{ data }}',

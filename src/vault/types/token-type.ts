@@ -1,4 +1,5 @@
-import type { FieldErrors } from '../../errors/index.js'
+import { FieldErrorList, type FieldErrors } from '../../errors/index.js'
+import { isRecord } from '../../shapes/http-parts.js'
 import type { MaskLimits } from './mask-limits.js'
 
 export type TokenTypeName =
@@ -35,16 +36,16 @@ export interface TokenType {
   canonicalize(data: unknown): unknown
 }
 
-export class FieldErrorList {
-  readonly fields: FieldErrors = {}
+/** A check of one value that records what is wrong with it under `field`. */
+export type ValueCheck = (value: unknown, field: string, errors: FieldErrorList) => void
 
-  add(field: string, message: string): void {
-    ;(this.fields[field] ??= []).push(message)
+/** The `validate` of a type whose data is one value (a card number alone, as a card's `number` is checked). */
+export function validateValue(check: ValueCheck): (data: unknown) => FieldErrors {
+  return (data) => {
+    const errors = new FieldErrorList()
+    check(data, 'data', errors)
+    return errors.fields
   }
-}
-
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 /** Adds `is not allowed` for every key outside `allowed`; returns false when `data` is not an object. */
