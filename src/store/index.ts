@@ -48,7 +48,8 @@ export async function openStore(config: Config, options: OpenDatabaseOptions = {
 }
 
 export type { Database } from './database.js'
-export type { ApplicationRecord, ApplicationType, ApplicationFilter, Page } from './repositories/applications.js'
+export type { ApplicationRecord, ApplicationType, ApplicationFilter } from './repositories/applications.js'
+export type { Page } from './repositories/page.js'
 export type { ApplicationKeyRecord } from './repositories/application-keys.js'
 export type { Tenant, TenantSettings } from './repositories/tenants.js'
 export { defaultTenantSettings } from './repositories/tenants.js'

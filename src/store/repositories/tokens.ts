@@ -1,5 +1,5 @@
 import type { Knex } from 'knex'
-import type { Page } from './applications.js'
+import { pageOf, type Page } from './page.js'
 
 export interface TokenRecord {
   tenant_id: string
@@ -131,11 +131,7 @@ export function tokensRepository(knex: Knex) {
       const base = live().where({ tenant_id: tenantId })
       applyFilter(base, filter)
       applyScopes(base, scopes)
-      const [countRow, items] = await Promise.all([
-        base.clone().count<{ count: number }[]>({ count: '*' }).first(),
-        base.clone().orderBy([{ column: 'created_at' }, { column: 'id' }]).limit(size).offset((page - 1) * size),
-      ])
-      return { items, total: Number(countRow?.count ?? 0) }
+      return pageOf<TokenRecord>(base, page, size)
     },
     /**
      * Keyset page: up to `limit` rows after `after` in (created_at, id) order, without a count, so
