@@ -7,6 +7,7 @@ import { createAuditLog, type AuditLog } from './audit/audit-log.js'
 import { apiKeyHasher, type ApiKeyHasher } from './auth/api-keys.js'
 import { createAuthenticator, type Authenticator } from './auth/authenticator.js'
 import { applicationLookup } from './auth/application-lookup.js'
+import { systemClock, type Clock } from './clock.js'
 import type { Config } from './config/index.js'
 import { describeError } from './errors/index.js'
 import type { Secrets } from './config/secrets.js'
@@ -70,15 +71,21 @@ export interface Rendering {
   presentToken: (view: TokenView) => unknown
 }
 
-export async function openServices(config: Config, logger: Logger, secrets: Pick<Secrets, 'masterKey' | 'keyHashSecret'>, rendering: Rendering, dbOptions: OpenDatabaseOptions = {}): Promise<Services> {
+export interface OpenServicesOptions extends OpenDatabaseOptions {
+  /** What time it is for every expiry decision (tests move it); the system clock by default. */
+  clock?: Clock
+}
+
+export async function openServices(config: Config, logger: Logger, secrets: Pick<Secrets, 'masterKey' | 'keyHashSecret'>, rendering: Rendering, options: OpenServicesOptions = {}): Promise<Services> {
+  const { clock = systemClock, ...dbOptions } = options
   const metrics = createMetrics()
   const limiter = instrumentLimiter(createRateLimiter({ config, logger }), metrics)
-  const store = await openStore(config, { logger, ...dbOptions })
+  const store = await openStore(config, { logger, ...dbOptions, clock })
   const bus = createInvalidationBus(store.db, logger)
   const hasher = apiKeyHasher(secrets.keyHashSecret)
-  const authenticator = createAuthenticator({ bus, hasher, logger, lookups: [applicationLookup(store), sessionLookup(store)] })
+  const authenticator = createAuthenticator({ bus, hasher, logger, clock, lookups: [applicationLookup(store), sessionLookup(store)] })
   await authenticator.start()
-  const applications = applicationsService({ store, hasher, authenticator })
+  const applications = applicationsService({ store, hasher, authenticator, clock })
   const applicationKeys = applicationKeysService({ store, hasher, authenticator, applications })
   const tenantSettings = createTenantSettingsCache({ bus, load: (id) => store.tenants.findById(id) })
   await tenantSettings.start()
@@ -86,10 +93,10 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
   await tenants.bootstrap(config.bootstrapApiKey, logger)
 
   const keys = await openVaultKeys(store, secrets.masterKey, logger)
-  const tokenCache = createTokenCache(bus)
+  const tokenCache = createTokenCache(bus, clock)
   await tokenCache.start()
   const tokens = instrumentTokens(tokenService(store, keys, tokenCache), metrics)
-  const sessions = sessionsService({ store, hasher, authenticator })
+  const sessions = sessionsService({ store, hasher, authenticator, clock })
 
   const forwarder = instrumentForwarder(createForwarder(config.proxy), metrics)
   const proxy = createEphemeralProxy({ forwarder, vault: tokens, config })
@@ -97,7 +104,7 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
   const supervisor = new ReactorSupervisor({
     config: config.reactors,
     logger,
-    bridges: reactorBridges({ store, keys, tokens, forwarder, config, present: rendering.presentToken }),
+    bridges: reactorBridges({ store, keys, tokens, forwarder, config, present: rendering.presentToken, clock }),
   })
   const host = createCodeHost({ store, runtime: supervisor, codeMaxChars: config.reactors.codeMaxChars })
   const reactorCache = createReactorCache({
@@ -106,7 +113,7 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
     loadActor: (reactor) => host.actor(reactor.tenant_id, reactor.application_id),
   })
   await reactorCache.start()
-  const reactors = reactorsService({ store, keys, tokens, host, config, present: rendering.presentToken, cache: reactorCache })
+  const reactors = reactorsService({ store, keys, tokens, host, config, present: rendering.presentToken, cache: reactorCache, clock })
   const proxies = proxiesService({ store, bus, hasher, host, forwarder, tokens, config })
   await proxies.start()
 
@@ -123,7 +130,7 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
   // Expired Applications, sessions, tokens and idempotency keys already fail (or are taken over)
   // at once; the sweep only reclaims rows.
   const sweep = setInterval(() => {
-    Promise.all([applications.sweepExpired(), sessions.sweepExpired(), store.tokens.deleteExpired(new Date()), idempotency.pruneExpired()]).catch((err: unknown) =>
+    Promise.all([applications.sweepExpired(), sessions.sweepExpired(), store.tokens.deleteExpired(new Date(clock())), idempotency.pruneExpired()]).catch((err: unknown) =>
       logger.error({ err: describeError(err) }, 'expiry sweep failed'),
     )
   }, config.expirySweepSeconds * 1000)

@@ -5,6 +5,7 @@ import { validateRules } from '../auth/access-rules.js'
 import { isKnownPermission, mayHold } from '../auth/permissions.js'
 import { authorizeApplicationChange, authorizeGrant } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
+import type { Clock } from '../clock.js'
 import { AppError, ValidationError, type FieldErrors } from '../errors/index.js'
 import type { AccessRuleRecord, ApplicationFilter, ApplicationRecord, ApplicationType, Page, Store } from '../store/index.js'
 import { isUuid } from '../shapes/ids.js'
@@ -13,6 +14,8 @@ export interface ApplicationsDeps {
   store: Store
   hasher: ApiKeyHasher
   authenticator: Authenticator
+  /** Whether an expiry is in the future, and which Applications the sweep removes. */
+  clock: Clock
 }
 
 export interface ApplicationInput {
@@ -58,7 +61,7 @@ export function applicationsService(deps: ApplicationsDeps) {
       const rules = input.rules ?? []
       const errors = validateGrants(input.type, permissions, rules)
       const expiresAt = input.expires_at ? new Date(input.expires_at) : null
-      if (expiresAt && expiresAt.getTime() <= Date.now()) (errors.expires_at ??= []).push('must be in the future')
+      if (expiresAt && expiresAt.getTime() <= deps.clock()) (errors.expires_at ??= []).push('must be in the future')
       if (Object.keys(errors).length) throw new ValidationError(errors)
       authorizeGrant(caller, { permissions, rules }, { what: 'The new Application' })
       const key = newApiKey(input.type)
@@ -139,7 +142,7 @@ export function applicationsService(deps: ApplicationsDeps) {
      * Deletes Applications past `expires_at` (their extra keys with them) and their sessions. All
      * already fail from that instant (authentication and every decision check expiry); the sweep reclaims rows.
      */
-    async sweepExpired(now = new Date()): Promise<number> {
+    async sweepExpired(now = new Date(deps.clock())): Promise<number> {
       const expired = await store.applications.deleteExpired(now)
       for (const app of expired) await invalidate(app.key_hash, await store.sessions.deleteOf(app.tenant_id, app.id))
       return expired.length

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino'
 import { approximateBytes } from '../cache/approximate-bytes.js'
 import { createInvalidatingCache } from '../cache/invalidating-cache.js'
+import { systemClock, type Clock } from '../clock.js'
 import type { InvalidationBus } from '../cache/invalidation-bus.js'
 import { AppError } from '../errors/index.js'
 import { looksLikeKey, type ApiKeyHasher } from './api-keys.js'
@@ -24,7 +25,8 @@ export interface Authenticator {
  * A key that is regenerated or deleted must stop working at once in every Tessera process:
  * the invalidating cache drops it everywhere (and caches nothing while it could miss that).
  */
-export function createAuthenticator(deps: { bus: InvalidationBus; hasher: ApiKeyHasher; lookups: PrincipalLookup[]; logger: Logger }): Authenticator {
+export function createAuthenticator(deps: { bus: InvalidationBus; hasher: ApiKeyHasher; lookups: PrincipalLookup[]; logger: Logger; clock?: Clock }): Authenticator {
+  const clock = deps.clock ?? systemClock
   const cache = createInvalidatingCache<Principal>({ bus: deps.bus, channel: AUTH_CHANNEL, maxEntries: 50_000, maxBytes: 32 * 1024 * 1024, sizeOf: approximateBytes })
 
   async function lookup(keyHash: string): Promise<Principal | undefined> {
@@ -44,7 +46,7 @@ export function createAuthenticator(deps: { bus: InvalidationBus; hasher: ApiKey
       if (!principal || !deps.hasher.sameHash(keyHash, principal.keyHash)) {
         throw new AppError('unauthenticated', { detail: 'The API key is not valid.' })
       }
-      if (principal.expiresAt && principal.expiresAt.getTime() <= Date.now()) {
+      if (principal.expiresAt && principal.expiresAt.getTime() <= clock()) {
         throw new AppError('unauthenticated', { detail: 'The API key has expired.' })
       }
       return principal

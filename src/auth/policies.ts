@@ -143,9 +143,9 @@ export function preconfiguredProxyPrincipal(proxy: { tenant_id: string; require_
 }
 
 /** The Application a Reactor or a proxy's code acts as: there, and not expired, at each use. */
-export function actingApplication(actor: Principal | undefined, what: 'Reactor' | 'proxy'): Principal {
+export function actingApplication(actor: Principal | undefined, what: 'Reactor' | 'proxy', now = Date.now()): Principal {
   if (actor === undefined) throw new AppError('forbidden', { detail: `The ${what} has no Application to act as.` })
-  assertActive(actor)
+  assertActive(actor, now)
   return actor
 }
 

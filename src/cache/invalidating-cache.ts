@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '../clock.js'
 import { EVERY_KEY, type InvalidationBus } from './invalidation-bus.js'
 
 export interface InvalidatingCacheOptions<V> {
@@ -17,6 +18,8 @@ export interface InvalidatingCacheOptions<V> {
   dependsOn?: { channel: string; matches(value: V, key: string): boolean }
   /** An entry left the cache (to wipe key material). */
   onEvict?(value: V): void
+  /** What the TTL and `expiresAt` are measured against; the system clock by default. */
+  clock?: Clock
 }
 
 export interface InvalidatingCache<V> {
@@ -53,7 +56,7 @@ const ENTRY_OVERHEAD_BYTES = 96
  * leave a stale entry). When the listener is back every entry is dropped and caching resumes.
  */
 export function createInvalidatingCache<V>(options: InvalidatingCacheOptions<V>): InvalidatingCache<V> {
-  const { bus, maxEntries, maxBytes } = options
+  const { bus, maxEntries, maxBytes, clock = systemClock } = options
   const entries = new Map<string, Entry<V>>()
   let bytes = 0
   let generation = 0
@@ -83,7 +86,7 @@ export function createInvalidatingCache<V>(options: InvalidatingCacheOptions<V>)
   function peek(key: string): V | undefined {
     const entry = entries.get(key)
     if (entry === undefined) return undefined
-    if (entry.until <= Date.now()) return void remove(key)
+    if (entry.until <= clock()) return void remove(key)
     // Map order is insertion order: moving a hit to the end keeps eviction least-recently-used.
     entries.delete(key)
     entries.set(key, entry)
@@ -99,7 +102,7 @@ export function createInvalidatingCache<V>(options: InvalidatingCacheOptions<V>)
       if (entries.size < maxEntries && bytes + size <= maxBytes) break
       remove(oldest)
     }
-    const ttlUntil = options.ttlMs === undefined ? Infinity : Date.now() + options.ttlMs
+    const ttlUntil = options.ttlMs === undefined ? Infinity : clock() + options.ttlMs
     entries.set(key, { value, bytes: size, until: Math.min(ttlUntil, options.expiresAt?.(value) ?? Infinity) })
     bytes += size
   }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { actingApplication } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
+import type { Clock } from '../clock.js'
 import type { Config } from '../config/index.js'
 import { AppError } from '../errors/index.js'
 import { isUuid } from '../shapes/ids.js'
@@ -32,6 +33,8 @@ export function reactorsService(deps: {
   present: (view: TokenView) => unknown
   /** Reactors and the Applications they act as, for `react`; management routes read the store. */
   cache: ReactorCache
+  /** Whether the Application a Reactor acts as has expired. */
+  clock: Clock
 }) {
   const { store, host, cache } = deps
   const notFound = () => new AppError('not_found', { detail: 'No Reactor with this id.' })
@@ -51,7 +54,7 @@ export function reactorsService(deps: {
     const { raw, body, headers, tokenize } = value as Record<string, unknown>
     let tokens: unknown
     if (tokenize !== undefined) {
-      const acting = actingApplication(actor, 'Reactor')
+      const acting = actingApplication(actor, 'Reactor', deps.clock())
       // The answer goes to the caller: it shows no more than both may read.
       tokens = await tokenizeValue(deps, acting, tokenize, deps.present, [acting, caller])
     }

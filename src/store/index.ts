@@ -12,6 +12,7 @@ import { sessionsRepository } from './repositories/sessions.js'
 import { tokensRepository } from './repositories/tokens.js'
 import { tenantsRepository } from './repositories/tenants.js'
 import type { Config } from '../config/index.js'
+import { systemClock, type Clock } from '../clock.js'
 
 export interface Store {
   db: Database
@@ -29,15 +30,21 @@ export interface Store {
   transaction<T>(fn: (trx: Knex.Transaction) => Promise<T>): Promise<T>
 }
 
-export async function openStore(config: Config, options: OpenDatabaseOptions = {}): Promise<Store> {
-  const db = await openDatabase(config, options)
+export interface OpenStoreOptions extends OpenDatabaseOptions {
+  /** What time it is for the queries that leave expired rows out (tokens); the system clock by default. */
+  clock?: Clock
+}
+
+export async function openStore(config: Config, options: OpenStoreOptions = {}): Promise<Store> {
+  const { clock = systemClock, ...dbOptions } = options
+  const db = await openDatabase(config, dbOptions)
   return {
     db,
     tenants: tenantsRepository(db.knex),
     applications: applicationsRepository(db.knex),
     applicationKeys: applicationKeysRepository(db.knex),
     meta: metaRepository(db.knex),
-    tokens: tokensRepository(db.knex),
+    tokens: tokensRepository(db.knex, clock),
     sessions: sessionsRepository(db.knex),
     reactors: reactorsRepository(db.knex),
     proxies: proxiesRepository(db.knex),

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex'
+import type { Clock } from '../../clock.js'
 import { pageOf, type Page } from './page.js'
 
 export interface TokenRecord {
@@ -63,9 +64,10 @@ function serialize(row: Partial<TokenRecord>): Record<string, unknown> {
   return out
 }
 
-export function tokensRepository(knex: Knex) {
+/** `now` decides which tokens have expired: the service's clock, the one every expiry decision reads. */
+export function tokensRepository(knex: Knex, now: Clock) {
   const live = (trx: Knex = knex) =>
-    trx<TokenRecord>('tokens').where((q) => q.whereNull('expires_at').orWhere('expires_at', '>', knex.fn.now()))
+    trx<TokenRecord>('tokens').where((q) => q.whereNull('expires_at').orWhere('expires_at', '>', new Date(now())))
 
   function applyFilter(q: Knex.QueryBuilder, f: TokenFilter): void {
     if (f.ids?.length) void q.whereIn('id', f.ids)
