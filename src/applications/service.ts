@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto'
 import { newApiKey, type ApiKeyHasher } from '../auth/api-keys.js'
 import type { Authenticator } from '../auth/authenticator.js'
 import { validateRules } from '../auth/access-rules.js'
@@ -7,7 +6,7 @@ import { authorizeApplicationChange, authorizeGrant } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import type { Clock } from '../clock.js'
 import { AppError, ValidationError, type FieldErrors } from '../errors/index.js'
-import type { AccessRuleRecord, ApplicationFilter, ApplicationRecord, ApplicationType, Page, Store } from '../store/index.js'
+import { changeStamp, newRecordStamp, type AccessRuleRecord, type ApplicationFilter, type ApplicationRecord, type ApplicationType, type Page, type Store } from '../store/index.js'
 import { isUuid } from '../shapes/ids.js'
 
 export interface ApplicationsDeps {
@@ -65,19 +64,13 @@ export function applicationsService(deps: ApplicationsDeps) {
       if (Object.keys(errors).length) throw new ValidationError(errors)
       authorizeGrant(caller, { permissions, rules }, { what: 'The new Application' })
       const key = newApiKey(input.type)
-      const now = new Date()
       const application: ApplicationRecord = {
-        id: randomUUID(),
-        tenant_id: caller.tenantId,
+        ...newRecordStamp(caller),
         name: input.name,
         type: input.type,
         key_hash: hasher.hash(key),
         permissions,
         rules,
-        created_by: caller.id,
-        created_at: now,
-        modified_by: caller.id,
-        modified_at: now,
         expires_at: expiresAt,
       }
       await store.applications.insert(application)
@@ -102,8 +95,7 @@ export function applicationsService(deps: ApplicationsDeps) {
         name: input.name,
         permissions,
         rules,
-        modified_by: caller.id,
-        modified_at: new Date(),
+        ...changeStamp(caller),
       })
       if (!result) throw new AppError('not_found', { detail: 'No Application with this id.' })
       // Cached principals carry the old grants, the sessions it authorized the old bound.
@@ -118,7 +110,7 @@ export function applicationsService(deps: ApplicationsDeps) {
       authorizeApplicationChange(caller, current)
       const key = newApiKey(current.type)
       const { result, sessions } = await store.transaction(async (trx) => ({
-        result: await store.applications.update(caller.tenantId, id, { key_hash: hasher.hash(key), modified_by: caller.id, modified_at: new Date() }, trx),
+        result: await store.applications.update(caller.tenantId, id, { key_hash: hasher.hash(key), ...changeStamp(caller) }, trx),
         sessions: await store.sessions.deleteOf(caller.tenantId, id, trx),
       }))
       if (!result) throw new AppError('not_found', { detail: 'No Application with this id.' })

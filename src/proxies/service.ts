@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto'
 import { looksLikeKey, newApiKey, type ApiKeyHasher } from '../auth/api-keys.js'
 import type { Principal } from '../auth/principal.js'
 import type { Config } from '../config/index.js'
@@ -10,7 +9,7 @@ import { createPreconfiguredProxies, transformReactorId, type TransformKind } fr
 import type { InvalidationBus } from '../cache/invalidation-bus.js'
 import type { CodeHost, CodeList, CodePiece } from '../reactors/code-host.js'
 import { isUuid } from '../shapes/ids.js'
-import type { Page, ProxyRecord, Store } from '../store/index.js'
+import { changeStamp, newRecordStamp, type Page, type ProxyRecord, type Store } from '../store/index.js'
 import { createProxyCache, type CachedProxy } from './proxy-cache.js'
 
 export interface ProxyInput {
@@ -98,8 +97,7 @@ export function proxiesService(deps: { store: Store; bus: InvalidationBus; hashe
       configuration: input.configuration ?? {},
       application_id: input.application?.id ?? null,
       require_auth: input.require_auth ?? true,
-      modified_by: caller.id,
-      modified_at: new Date(),
+      ...changeStamp(caller),
     }
   }
 
@@ -114,16 +112,12 @@ export function proxiesService(deps: { store: Store; bus: InvalidationBus; hashe
     async createProxy(caller: Principal, input: ProxyInput): Promise<ProxyWithKey> {
       await prepare(caller, input)
       const key = newApiKey('proxy')
-      const now = new Date()
+      const stamp = newRecordStamp(caller)
       const proxy: ProxyRecord = {
-        id: randomUUID(),
-        tenant_id: caller.tenantId,
+        ...fields(caller, input),
+        ...stamp,
         key_hash: deps.hasher.hash(key),
         version: host.version(codeList(input)),
-        created_by: caller.id,
-        created_at: now,
-        ...fields(caller, input),
-        modified_at: now,
       }
       validatePlugins(proxy)
       await store.proxies.insert(proxy)

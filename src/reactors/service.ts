@@ -1,11 +1,10 @@
-import { randomUUID } from 'node:crypto'
 import { actingApplication } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import type { Clock } from '../clock.js'
 import type { Config } from '../config/index.js'
 import { AppError } from '../errors/index.js'
 import { isUuid } from '../shapes/ids.js'
-import type { Page, ReactorRecord, Store } from '../store/index.js'
+import { changeStamp, newRecordStamp, type Page, type ReactorRecord, type Store } from '../store/index.js'
 import type { TokenService, TokenView } from '../vault/token-service.js'
 import { detokenizeValue, tokenizeValue } from '../vault/tokenize.js'
 import type { VaultKeys } from '../vault/vault-keys.js'
@@ -64,19 +63,13 @@ export function reactorsService(deps: {
   return {
     async createReactor(caller: Principal, input: ReactorInput): Promise<ReactorRecord> {
       await host.check(caller, draft(input))
-      const now = new Date()
       const reactor: ReactorRecord = {
-        id: randomUUID(),
-        tenant_id: caller.tenantId,
+        ...newRecordStamp(caller),
         name: input.name,
         code: input.code,
         version: host.version([input.code]),
         configuration: input.configuration ?? {},
         application_id: input.application?.id ?? null,
-        created_by: caller.id,
-        created_at: now,
-        modified_by: caller.id,
-        modified_at: now,
       }
       await store.reactors.insert(reactor)
       return reactor
@@ -96,8 +89,7 @@ export function reactorsService(deps: {
         version: host.version([input.code], { code: [current.code], version: current.version }),
         configuration: input.configuration ?? {},
         application_id: input.application?.id ?? null,
-        modified_by: caller.id,
-        modified_at: new Date(),
+        ...changeStamp(caller),
       })
       await cache.invalidate(id)
       if (!updated) throw notFound()

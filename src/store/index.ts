@@ -57,6 +57,7 @@ export async function openStore(config: Config, options: OpenStoreOptions = {}):
 export type { Database } from './database.js'
 export type { ApplicationRecord, ApplicationType, ApplicationFilter } from './repositories/applications.js'
 export type { Page } from './repositories/page.js'
+export { changeStamp, newRecordStamp, type Author, type RecordStamp } from './repositories/stamps.js'
 export type { ApplicationKeyRecord } from './repositories/application-keys.js'
 export type { Tenant, TenantSettings } from './repositories/tenants.js'
 export { defaultTenantSettings } from './repositories/tenants.js'
