@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
 import { approximateBytes } from '../cache/approximate-bytes.js'
-import { createInvalidatingCache } from '../cache/invalidating-cache.js'
+import { createInvalidatingCache, loadingCache } from '../cache/invalidating-cache.js'
 import { systemClock, type Clock } from '../clock.js'
 import type { InvalidationBus } from '../cache/invalidation-bus.js'
 import { AppError } from '../errors/index.js'
@@ -27,7 +27,7 @@ export interface Authenticator {
  */
 export function createAuthenticator(deps: { bus: InvalidationBus; hasher: ApiKeyHasher; lookups: PrincipalLookup[]; logger: Logger; clock?: Clock }): Authenticator {
   const clock = deps.clock ?? systemClock
-  const cache = createInvalidatingCache<Principal>({ bus: deps.bus, channel: AUTH_CHANNEL, maxEntries: 50_000, maxBytes: 32 * 1024 * 1024, sizeOf: approximateBytes })
+  const cached = createInvalidatingCache<Principal>({ bus: deps.bus, channel: AUTH_CHANNEL, maxEntries: 50_000, maxBytes: 32 * 1024 * 1024, sizeOf: approximateBytes })
 
   async function lookup(keyHash: string): Promise<Principal | undefined> {
     for (const find of deps.lookups) {
@@ -36,13 +36,14 @@ export function createAuthenticator(deps: { bus: InvalidationBus; hasher: ApiKey
     }
     return undefined
   }
+  const cache = loadingCache(cached, lookup)
 
   return {
     async authenticate(key) {
       if (!key) throw new AppError('unauthenticated', { detail: 'The SVC-API-KEY header is required.' })
       if (!looksLikeKey(key)) throw new AppError('unauthenticated', { detail: 'The API key is not valid.' })
       const keyHash = deps.hasher.hash(key)
-      const principal = await cache.get(keyHash, () => lookup(keyHash))
+      const principal = await cache.get(keyHash)
       if (!principal || !deps.hasher.sameHash(keyHash, principal.keyHash)) {
         throw new AppError('unauthenticated', { detail: 'The API key is not valid.' })
       }

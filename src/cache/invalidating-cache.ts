@@ -38,6 +38,23 @@ export interface InvalidatingCache<V> {
   stats(): { entries: number; bytes: number; caching: boolean }
 }
 
+/** The cache as most owners use it: it loads its own misses, since the key is all a load needs. */
+export interface LoadingCache<V> {
+  /** From memory when cached and fresh, else loaded (and kept); undefined when there is nothing to load. */
+  get(key: string): Promise<V | undefined>
+  /** Drops `key` here now and in every other process. */
+  invalidate(key: string): Promise<void>
+  start(): Promise<void>
+}
+
+export function loadingCache<V>(cache: InvalidatingCache<V>, load: (key: string) => Promise<V | undefined>): LoadingCache<V> {
+  return {
+    get: (key) => cache.get(key, () => load(key)),
+    invalidate: (key) => cache.invalidate(key),
+    start: () => cache.start(),
+  }
+}
+
 interface Entry<V> {
   value: V
   bytes: number

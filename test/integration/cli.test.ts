@@ -25,6 +25,17 @@ t.test('help and usage errors', async (t) => {
   t.same([unknown.code, /unknown command 'bogus'/.test(unknown.err)], [2, true])
   const missing = await cli({}, 'tenant', 'create')
   t.same([missing.code, /missing required argument 'name'/.test(missing.err)], [2, true])
+  // Integer options are checked while parsing, before any configuration or database is read.
+  for (const [argv, message] of [
+    [['master-key', 'rewrap', '--batch-size', '1.5'], '--batch-size must be an integer from 1 to 10000'],
+    [['master-key', 'rewrap', '--batch-size', '12abc'], '--batch-size must be an integer from 1 to 10000'],
+    [['master-key', 'rewrap', '--batch-size', '10001'], '--batch-size must be an integer from 1 to 10000'],
+    [['audit', 'verify', '--retention-days', '0'], '--retention-days must be an integer from 1 to 36500'],
+    [['audit', 'verify', '--retention-days', ' '], '--retention-days must be an integer from 1 to 36500'],
+  ] as const) {
+    const res = await cli({}, ...argv)
+    t.same([res.code, res.err], [2, `tessera: ${message}`], argv.join(' '))
+  }
 })
 
 t.test('config: effective values, secrets hidden; a bad variable is exit 2', async (t) => {

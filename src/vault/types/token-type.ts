@@ -48,14 +48,21 @@ export function validateValue(check: ValueCheck): (data: unknown) => FieldErrors
   }
 }
 
-/** Adds `is not allowed` for every key outside `allowed`; returns false when `data` is not an object. */
-export function checkObject(data: unknown, allowed: readonly string[], errors: FieldErrorList): data is Record<string, unknown> {
-  if (!isRecord(data)) {
-    errors.add('data', `must be an object with ${allowed.join(', ')}`)
-    return false
+/**
+ * The `validate` of a type whose data is an object of `fields` and no others: `is not allowed`
+ * for every other key, then `check` on the object's fields (`data.<field>`).
+ */
+export function validateObject(fields: readonly string[], check: (data: Record<string, unknown>, errors: FieldErrorList) => void): (data: unknown) => FieldErrors {
+  return (data) => {
+    const errors = new FieldErrorList()
+    if (!isRecord(data)) {
+      errors.add('data', `must be an object with ${fields.join(', ')}`)
+      return errors.fields
+    }
+    for (const key of Object.keys(data)) if (!fields.includes(key)) errors.add(`data.${key}`, 'is not allowed')
+    check(data, errors)
+    return errors.fields
   }
-  for (const key of Object.keys(data)) if (!allowed.includes(key)) errors.add(`data.${key}`, 'is not allowed')
-  return true
 }
 
 /** The string at `field`, or null after recording why there is none. */

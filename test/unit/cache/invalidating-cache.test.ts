@@ -1,5 +1,5 @@
 import t from 'tap'
-import { createInvalidatingCache, type InvalidatingCacheOptions } from '../../../src/cache/invalidating-cache.js'
+import { createInvalidatingCache, loadingCache, type InvalidatingCacheOptions } from '../../../src/cache/invalidating-cache.js'
 import { fakeNotify, type FakeProcess } from '../../helpers/fake-notify.js'
 
 type Value = { name: string; owner?: string; until?: number }
@@ -27,6 +27,15 @@ t.test('loads once, then serves from memory; an invalidation anywhere drops it e
   await a.invalidate('k')
   t.equal(a.peek('k'), undefined)
   t.equal(b.peek('k'), undefined, 'the other process dropped it too')
+})
+
+t.test('a loading cache loads its own misses by key, once until invalidated', async (t) => {
+  const cache = loadingCache(await cacheOf(fakeNotify().process()), async (key) => (key === 'none' ? undefined : (loads.push(key), { name: key })))
+  const loads: string[] = []
+  t.same([(await cache.get('a'))?.name, (await cache.get('a'))?.name, await cache.get('none')], ['a', 'a', undefined])
+  await cache.invalidate('a')
+  await cache.get('a')
+  t.same(loads, ['a', 'a'])
 })
 
 t.test('bounded by entries and by bytes, least recently used out first', async (t) => {
