@@ -2,19 +2,13 @@ import type { Test } from 'tap'
 import t from 'tap'
 import { startTestApp, type TestApp } from '../helpers/app.js'
 import { testClock } from '../helpers/clock.js'
-import { card, VISA } from '../helpers/tokens.js'
+import { application, card, VISA } from '../helpers/tokens.js'
 import { startStub } from '../helpers/stub-server.js'
 import { rawRequest } from '../helpers/proxy.js'
 
 // The eight escalations of issue 12, each tried as the attacker did against the old main.
 
 const ALL_TOKEN = ['token:create', 'token:read', 'token:update', 'token:search', 'token:delete', 'token:use']
-
-async function application(app: TestApp, body: object, key?: string): Promise<{ id: string; key: string }> {
-  const res = await app.request('POST', '/applications', { key, body: { name: 'app', ...body } })
-  if (res.status !== 201) throw new Error(`creating an Application failed: ${res.status} ${res.text}`)
-  return { id: res.body.id, key: res.body.key }
-}
 
 const patch = (app: TestApp, key: string, id: string, body: object) =>
   app.request('PATCH', `/tokens/${id}`, { key, rawBody: JSON.stringify(body), headers: { 'content-type': 'application/merge-patch+json' } })

@@ -1,19 +1,10 @@
 import { execFile } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { promisify } from 'node:util'
 import t from 'tap'
-import { runCli } from '../../src/cli/program.js'
+import { cli, masterKey } from '../helpers/cli.js'
 
-/** The operator CLI without a database: help, usage errors, configuration. See cli-store.test.ts for the rest. */
-const masterKey = (id: string) => `${id}:${randomBytes(32).toString('base64')}`
-
-async function cli(env: Record<string, string>, ...argv: string[]) {
-  const out: string[] = []
-  const err: string[] = []
-  const code = await runCli(argv, { env, out: (l) => void out.push(l), note: (l) => void err.push(l) })
-  return { code, out: out.join('\n'), err: err.join('\n') }
-}
+// The operator CLI without a database: help, usage errors, configuration. See cli-store.test.ts for the rest.
 
 t.test('help and usage errors', async (t) => {
   for (const argv of [['--help'], ['tenant', 'create', '--help'], ['master-key', 'rewrap', '--help'], ['migrate', '--help'], ['config', '--help'], ['audit', 'verify', '--help'], ['audit', 'prune', '--help']]) {

@@ -1,7 +1,8 @@
 import t from 'tap'
 import { AppError } from '../../src/errors/index.js'
 import { createCodeHost, type CodeHost } from '../../src/reactors/code-host.js'
-import { startTestApp, type TestApp } from '../helpers/app.js'
+import { startTestApp } from '../helpers/app.js'
+import { application } from '../helpers/tokens.js'
 
 /**
  * The one host of code that runs as an Application (reactors/code-host.ts), over the app's own
@@ -13,12 +14,6 @@ async function failure(promise: Promise<unknown>): Promise<AppError> {
   const err = await promise.then(() => undefined, (e: unknown) => e)
   if (!(err instanceof AppError)) throw new Error(`expected an AppError, got ${String(err)}`)
   return err
-}
-
-async function application(app: TestApp, body: Record<string, unknown>): Promise<{ id: string; key: string }> {
-  const res = await app.request('POST', '/applications', { body: { name: 'code host test', ...body } })
-  if (res.status !== 201) throw new Error(`creating an Application failed: ${res.status} ${res.text}`)
-  return { id: res.body.id, key: res.body.key }
 }
 
 t.test('code host', async (t) => {
