@@ -16,7 +16,7 @@ import { openStore, type Store } from './store/index.js'
 import { createEphemeralProxy } from './proxy/ephemeral-proxy.js'
 import { createForwarder } from './egress/forward.js'
 import type { ProxyService } from './proxy/service.js'
-import { proxiesService, type ProxiesService } from './proxies/service.js'
+import { preconfiguredProxiesService, type PreconfiguredProxiesService } from './proxies/service.js'
 import type { OpenDatabaseOptions } from './store/database.js'
 import { tenantsService, type TenantsService } from './tenants/service.js'
 import { sessionLookup, sessionsService, type SessionsService } from './vault/sessions.js'
@@ -55,7 +55,7 @@ export interface Services {
   sessions: SessionsService
   supervisor: ReactorSupervisor
   reactors: ReactorsService
-  proxies: ProxiesService
+  proxies: PreconfiguredProxiesService
   idempotency: IdempotencyService
   /** The shutdown deadline: destination and Reactor calls still running fail now with 503. */
   abortInFlight(): Promise<void>
@@ -114,7 +114,7 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
   })
   await reactorCache.start()
   const reactors = reactorsService({ store, keys, tokens, host, config, present: rendering.presentToken, cache: reactorCache, clock })
-  const proxies = proxiesService({ store, bus, hasher, host, forwarder, tokens, config })
+  const proxies = preconfiguredProxiesService({ store, bus, hasher, host, forwarder, tokens, config })
   await proxies.start()
 
   const audit = createAuditLog({ store, keyring: auditKeyring(config.audit.secret, secrets.keyHashSecret), config: config.audit, logger })

@@ -5,7 +5,7 @@ import { AppError, ValidationError, type FieldErrors } from '../errors/index.js'
 import { buildDestination } from '../egress/destination-url.js'
 import type { Forwarder } from '../egress/forward.js'
 import type { TokenResolver } from '../proxy/plugins/detokenize/index.js'
-import { createPreconfiguredProxies, transformReactorId, type TransformKind } from '../proxy/preconfigured-proxy.js'
+import { createPreconfiguredPipelines, transformReactorId, type TransformKind } from '../proxy/preconfigured-proxy.js'
 import type { InvalidationBus } from '../cache/invalidation-bus.js'
 import type { CodeHost, CodeList, CodePiece } from '../reactors/code-host.js'
 import { isUuid } from '../shapes/ids.js'
@@ -33,15 +33,19 @@ export type ResolvedProxy = CachedProxy
 
 const KINDS: readonly TransformKind[] = ['request', 'response']
 
-export function proxiesService(deps: { store: Store; bus: InvalidationBus; hasher: ApiKeyHasher; host: CodeHost; forwarder: Forwarder; tokens: TokenResolver; config: Config }) {
+/**
+ * Pre-configured proxies: their CRUD, their keys, and resolving a key to the proxy. Each one
+ * runs through proxy/ (the pipeline the ephemeral proxy runs too) with plugins of its own.
+ */
+export function preconfiguredProxiesService(deps: { store: Store; bus: InvalidationBus; hasher: ApiKeyHasher; host: CodeHost; forwarder: Forwarder; tokens: TokenResolver; config: Config }) {
   const { store, host, config } = deps
-  const proxies = createPreconfiguredProxies({ forwarder: deps.forwarder, vault: deps.tokens, runner: host, config })
+  const pipelines = createPreconfiguredPipelines({ forwarder: deps.forwarder, vault: deps.tokens, runner: host, config })
   const cache = createProxyCache({
     bus: deps.bus,
     async load(keyHash) {
       const proxy = await store.proxies.findByKeyHash(keyHash)
       if (proxy === undefined) return undefined
-      return { proxy, actor: await host.actor(proxy.tenant_id, proxy.application_id), service: proxies.service(proxy) }
+      return { proxy, actor: await host.actor(proxy.tenant_id, proxy.application_id), service: pipelines.service(proxy) }
     },
   })
   const notFound = () => new AppError('not_found', { detail: 'No proxy with this id.' })
@@ -82,7 +86,7 @@ export function proxiesService(deps: { store: Store; bus: InvalidationBus; hashe
   /** The plugin configs of the proxy as it will be saved, validated now rather than on its first call. */
   function validatePlugins(record: ProxyRecord): void {
     try {
-      proxies.pipeline(record)
+      pipelines.pipeline(record)
     } catch (err) {
       throw new ValidationError({ body: [(err as Error).message] })
     }
@@ -160,7 +164,7 @@ export function proxiesService(deps: { store: Store; bus: InvalidationBus; hashe
   }
 }
 
-export type ProxiesService = ReturnType<typeof proxiesService>
+export type PreconfiguredProxiesService = ReturnType<typeof preconfiguredProxiesService>
 
 function codeOf(input: ProxyInput, kind: TransformKind): string | null {
   return (kind === 'request' ? input.request_transform : input.response_transform)?.code ?? null

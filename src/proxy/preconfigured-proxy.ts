@@ -12,7 +12,8 @@ import { createProxyService, type ProxyService } from './service.js'
 /** What of a saved proxy shapes its pipeline. */
 export type ProxyPipelineSpec = Pick<ProxyRecord, 'id' | 'tenant_id' | 'version' | 'request_transform_code' | 'response_transform_code' | 'configuration'>
 
-export interface PreconfiguredProxies {
+/** The pipeline of each pre-configured proxy, and the ProxyService that runs it (proxies/ keeps the proxies themselves). */
+export interface PreconfiguredPipelines {
   /** Registers (and so validates) every plugin's config: called on save, and when a proxy is loaded. */
   pipeline(proxy: ProxyPipelineSpec): Pipeline
   /** The proxy's own service: its pipeline around the shared forwarder. */
@@ -24,7 +25,7 @@ export interface PreconfiguredProxies {
  * the proxy's own. The plugins themselves are made once, here, at boot; each proxy only adds
  * its configs (its transform code and configuration).
  */
-export function createPreconfiguredProxies(deps: { forwarder: Forwarder; vault: TokenResolver; runner: CodeRunner; config: Config }): PreconfiguredProxies {
+export function createPreconfiguredPipelines(deps: { forwarder: Forwarder; vault: TokenResolver; runner: CodeRunner; config: Config }): PreconfiguredPipelines {
   const { config } = deps
   const detokenize = detokenizePlugin(deps.vault)
   const destinationHeaders = destinationHeadersPlugin()

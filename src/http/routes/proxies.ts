@@ -1,5 +1,5 @@
 import type { AuditRecorder } from '../../audit/audit-log.js'
-import type { ProxiesService } from '../../proxies/service.js'
+import type { PreconfiguredProxiesService } from '../../proxies/service.js'
 import type { AppRouter } from '../context.js'
 import { presentProxy } from '../presenters/proxies.js'
 import { ListProxiesQuery, ProxyBody } from '../schemas/proxies.js'
@@ -11,7 +11,7 @@ const parseProxy = validator(ProxyBody)
 const parseList = validator(ListProxiesQuery, { query: true })
 
 /** Pre-configured proxies (management keys); they are invoked at `/proxy` with SVC-PROXY-KEY (see proxy.ts). */
-export function proxiesRoutes(router: AppRouter, proxies: ProxiesService, audit: AuditRecorder, body: BodyParsers): void {
+export function proxiesRoutes(router: AppRouter, proxies: PreconfiguredProxiesService, audit: AuditRecorder, body: BodyParsers): void {
   resourceRoutes(router, audit, body, {
     type: 'proxy',
     path: '/proxies',
