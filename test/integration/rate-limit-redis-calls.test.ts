@@ -65,9 +65,17 @@ t.test('one script call per lease, with exactly the scopes whose lease ran out',
   const calls = seen.filter((s) => !s.fromScript && !s.args.includes(sentinel))
   t.ok(calls.every((c) => /^eval(sha)?$/i.test(c.args[0]!)), 'each a script call')
   const scopesOf = (call: { args: string[] }) => call.args.filter((a) => a.startsWith(prefix) && a.endsWith(':n')).map((k) => k.split(':').at(-2))
-  // 20 requests: global leased at the 1st (units 1-10) and the 11th of its requests (11-20);
-  // search and list once each.
-  t.same(calls.map(scopesOf), [['global'], ['tokens_search'], ['tokens_list'], ['global']], 'four calls for twenty requests')
-  const wants = (call: { args: string[] }) => call.args.slice(-1)[0]
-  t.same(calls.map(wants), ['10', '1', '1', '10'], 'a lease of 10 for global, of 1 for the small route limits')
+  // Twenty requests count in global: leased ten at a time, so two asks, or a few more when the
+  // machine is slow enough for a lease to reach its 250 ms end with units left. Search and list
+  // lease one unit: one ask each, carrying only that scope.
+  const scopes = calls.map(scopesOf)
+  const globalCalls = calls.filter((_, i) => scopes[i]!.includes('global'))
+  t.same(scopes.filter((s) => !s.includes('global')), [['tokens_search'], ['tokens_list']], 'one call each for the route scopes, without global')
+  t.ok(globalCalls.every((c) => scopesOf(c).length === 1 && wants(c) === '10'), 'global asks alone, for a lease of 10')
+  t.ok(globalCalls.length >= 2 && globalCalls.length < 10, `${globalCalls.length} global calls for twenty requests`)
+  t.same(calls.filter((c) => !scopesOf(c).includes('global')).map(wants), ['1', '1'], 'leases of 1 for the small route limits')
 })
+
+function wants(call: { args: string[] }): string | undefined {
+  return call.args.at(-1)
+}
