@@ -2,7 +2,7 @@ import { AppError, type FieldErrors } from '../errors/index.js'
 import type { AccessScope, ScopeMatch } from '../store/index.js'
 import { decide, holdsPermission, implicitTransform, type AccessRule, type TokenScope, type Transform } from './access-rules.js'
 import { grantExcess, transformRank, type Excess, type Grants } from './grants.js'
-import { isTokenPermission, type Permission, type TokenPermission } from './permissions.js'
+import { isTokenPermission, TOKEN_PERMISSIONS, type Permission, type TokenPermission } from './permissions.js'
 import type { Principal } from './principal.js'
 
 /**
@@ -101,6 +101,38 @@ export function tokenScopes(principal: Principal, permission: TokenPermission, m
   const scopes = [scopeOf(principal, permission, minimum)]
   if (principal.within) scopes.push(scopeOf(principal.within, permission, minimum))
   return scopes
+}
+
+/**
+ * The tokens on which `permission` may test the data for equality: a search's `data:` and
+ * `fingerprint:` terms, a list's fingerprint filter, deduplication. Each answers "is this
+ * token's value X?", as the fingerprint does, so it is allowed exactly where an answer would show
+ * the fingerprint: the operation's decision and the caller's `token:read` both at least `mask`.
+ */
+export function equalityScopes(principal: Principal, permission: TokenPermission): AccessScope[] {
+  const scopes = tokenScopes(principal, permission, 'mask')
+  if (permission !== 'token:read') scopes.push(...tokenScopes(principal, 'token:read', 'mask'))
+  return scopes
+}
+
+/**
+ * Moving a token (adding or removing containers) needs `token:update` on every container
+ * involved, and must not raise any of the caller's own decisions on it: a key that updates
+ * everywhere but reads only `/general/` does not read a card by moving it there, nor by
+ * dropping the container an earlier `redact` rule matched.
+ */
+export function authorizeMove(principal: Principal, current: TokenScope, next: TokenScope): void {
+  authorizeContainers(principal, 'token:update', current.id, [...new Set([...current.containers, ...next.containers])])
+  for (const permission of TOKEN_PERMISSIONS) {
+    const before = tokenDecision(principal, permission, current)
+    const after = tokenDecision(principal, permission, next)
+    if (after === undefined || (before !== undefined && transformRank(after) <= transformRank(before))) continue
+    const had = before === undefined ? 'no access' : before
+    throw new AppError('forbidden', {
+      detail: `Moving token ${current.id} would raise the key's ${permission} on it from ${had} to ${after}; the key lacks ${permission} with ${after} where the token is now.`,
+      errors: { containers: [`would raise your ${permission} on this token from ${had} to ${after}`] },
+    })
+  }
 }
 
 // --- proxy and Reactors -------------------------------------------------------------------
