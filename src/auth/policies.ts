@@ -213,6 +213,11 @@ export function authorizeApplicationChange(caller: Principal, target: Grants & {
   if (next !== undefined) authorizeGrant(caller, next, { what: 'The new grant' })
 }
 
+/** Whether `after` reaches less far than `before` anywhere (it lost a permission, a container, a transform). */
+export function narrows(before: Grants, after: Grants): boolean {
+  return grantExcess(before, after).length > 0
+}
+
 /** Binding an Application to a proxy or Reactor hands its grants to the code and (require_auth false) to the key holder. */
 export function authorizeBinding(caller: Principal, app: Grants | undefined, field = 'application.id'): void {
   if (app !== undefined) authorizeGrant(caller, app, { what: 'The bound Application', field })
