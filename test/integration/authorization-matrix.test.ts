@@ -8,7 +8,7 @@ import { startStub, type Stub } from '../helpers/stub-server.js'
 // Every route and bridge that shows token data x every kind of principal x generated rule
 // shapes: each answer must carry exactly what the documented decision allows (so never more).
 
-const REVEAL_ALL: Grant = { rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read', 'token:search', 'token:update', 'token:use'] }], permissions: [] }
+const REVEAL_ALL: Grant = { rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read', 'token:search', 'token:update', 'token:use', 'token:delete'] }], permissions: [] }
 const BRIDGE = `module.exports = async (req) => {
   const out = {}
   for (const id of (req.args.ids || req.args.body.ids)) {
@@ -164,6 +164,35 @@ t.test('authorization matrix', async (t) => {
 
   t.test('Applications acting for code and proxy keys', async (t) => {
     for (const grant of [issue7, ...containerGrants(['token:use'], 6, 16)]) await t.test(label(grant), (t) => actingPaths(t, ctx, grant))
+  })
+
+  t.test('create answers and deduplication', async (t) => {
+    const created: string[] = []
+    for (const grant of containerGrants(['token:create', 'token:read'], 10, 21)) {
+      await t.test(label(grant), async (t) => {
+        const { key } = await application(app, 'private', grant)
+        for (const token of TOKENS) {
+          const body = { type: token.type, data: token.data, containers: token.containers }
+          // Creating needs token:create on each container on its own.
+          const creates = token.containers.every((c) => bounded(grant, 'token:create', { ...token, containers: [c] }) !== undefined)
+          const expected = shown(grant, 'token:create', token)
+          const tokenized = await app.request('POST', '/tokenize', { key, body: { c: body } })
+          if (!creates) t.equal(tokenized.status, 403, `tokenize ${token.id}: 403`)
+          else checkToken(t, tokenized.body.c, expected, token, `tokenize answer ${token.id}`)
+          const dedup = await app.request('POST', '/tokens', { key, body: { ...body, deduplicate_token: true } })
+          if (!creates) {
+            t.equal(dedup.status, 403, `deduplicate ${token.id}: 403`)
+            continue
+          }
+          checkToken(t, dedup.body, expected, token, `deduplicate answer ${token.id}`)
+          // Returning the existing token says "this value is stored": only where its fingerprint shows.
+          const existing = expected === 'mask' || expected === 'reveal'
+          t.equal(dedup.body.id === token.id, existing, `deduplicate ${token.id} under ${expected}: ${existing ? 'the existing token' : 'a new one'}`)
+          for (const id of [tokenized.body.c?.id, dedup.body.id]) if (id !== undefined && id !== token.id) created.push(id)
+        }
+      })
+    }
+    for (const id of created) await app.request('DELETE', `/tokens/${id}`, { key: writer.key })
   })
 
   t.test('public Applications: write answers never show data', async (t) => {
