@@ -2,7 +2,7 @@ import { AppError, type FieldErrors } from '../errors/index.js'
 import type { AccessScope, ScopeMatch } from '../store/index.js'
 import { decide, holdsPermission, implicitTransform, type AccessRule, type TokenScope, type Transform } from './access-rules.js'
 import { grantExcess, transformRank, type Excess, type Grants } from './grants.js'
-import { isTokenPermission, TOKEN_PERMISSIONS, type Permission, type TokenPermission } from './permissions.js'
+import { isTokenPermission, type Permission, type TokenPermission } from './permissions.js'
 import type { Principal } from './principal.js'
 
 /**
@@ -116,14 +116,21 @@ export function equalityScopes(principal: Principal, permission: TokenPermission
 }
 
 /**
+ * What a move may not raise: the permissions that reach an existing token's data or existence.
+ * `token:update` is needed on every container involved anyway, and `token:create` acts on no
+ * existing token (deduplication also needs `token:read`, which is checked).
+ */
+const MOVE_BOUNDED: readonly TokenPermission[] = ['token:read', 'token:search', 'token:use', 'token:delete']
+
+/**
  * Moving a token (adding or removing containers) needs `token:update` on every container
- * involved, and must not raise any of the caller's own decisions on it: a key that updates
+ * involved, and must not raise the caller's own decisions on it: a key that updates
  * everywhere but reads only `/general/` does not read a card by moving it there, nor by
  * dropping the container an earlier `redact` rule matched.
  */
 export function authorizeMove(principal: Principal, current: TokenScope, next: TokenScope): void {
   authorizeContainers(principal, 'token:update', current.id, [...new Set([...current.containers, ...next.containers])])
-  for (const permission of TOKEN_PERMISSIONS) {
+  for (const permission of MOVE_BOUNDED) {
     const before = tokenDecision(principal, permission, current)
     const after = tokenDecision(principal, permission, next)
     if (after === undefined || (before !== undefined && transformRank(after) <= transformRank(before))) continue

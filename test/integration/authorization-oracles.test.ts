@@ -104,6 +104,24 @@ t.test('authorization oracles and moves', async (t) => {
     assertForbidden(t, await patch(app, unshadow.key, both.body.id, { containers: ['/general/'] }), /token:read/, 'dropping /pci/high/')
     t.notOk('data' in (await app.request('GET', `/tokens/${both.body.id}`, { key: unshadow.key })).body, 'still redacted')
 
+    const deleter = await application(app, {
+      type: 'private',
+      rules: [
+        { priority: 1, container: '/', transform: 'reveal', permissions: ['token:update'] },
+        { priority: 2, container: '/general/', transform: 'redact', permissions: ['token:delete'] },
+      ],
+    })
+    assertForbidden(t, await patch(app, deleter.key, moved.body.id, { containers: ['/general/'] }), /token:delete/, 'moving it where the key may delete it')
+
+    // Reclassifying stays possible: create and update on the new container are not raised reach.
+    const reclassifier = await application(app, {
+      type: 'private',
+      rules: [
+        { priority: 1, container: '/', transform: 'mask', permissions: ['token:update'] },
+        { priority: 2, container: '/general/', transform: 'reveal', permissions: ['token:create'] },
+      ],
+    })
+    t.equal((await patch(app, reclassifier.key, both.body.id, { containers: ['/general/'] })).status, 200, 'a key that only updates and creates may move it')
     const classifier = await application(app, { type: 'private', rules: [{ priority: 1, container: '/', transform: 'mask', permissions: ['token:read', 'token:update'] }] })
     const ok = await patch(app, classifier.key, moved.body.id, { containers: ['/general/'] })
     t.equal(ok.status, 200, 'a move that shows the mover no more is allowed')
