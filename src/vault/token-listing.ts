@@ -1,5 +1,5 @@
 import type { TokenPermission } from '../auth/permissions.js'
-import { answerTransform, tokenScopes } from '../auth/policies.js'
+import { answerTransform, equalityScopes, tokenScopes } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import type { AccessScope, Page, Store, TokenFilter, TokenPosition, TokenRecord } from '../store/index.js'
 import { parseSearchQuery } from './search-query.js'
@@ -42,12 +42,12 @@ export function tokenListing<V>(deps: {
   }
 
   /**
-   * Terms on values derived from the data are equality tests of the plaintext: they match only
-   * tokens the caller's search decision shows at least masked, never redacted ones.
+   * Terms and filters on values derived from the data are equality tests of the plaintext: they
+   * match only tokens an answer would show at least masked (see `equalityScopes`).
    */
-  function searchScopes(principal: Principal, filter: TokenFilter): AccessScope[] {
-    const scopes = tokenScopes(principal, 'token:search')
-    if (filter.fingerprints?.length || filter.searchHashes?.length) scopes.push(...tokenScopes(principal, 'token:search', 'mask'))
+  function scopesFor(principal: Principal, permission: TokenPermission, filter: TokenFilter): AccessScope[] {
+    const scopes = tokenScopes(principal, permission)
+    if (filter.fingerprints?.length || filter.searchHashes?.length) scopes.push(...equalityScopes(principal, permission))
     return scopes
   }
 
@@ -70,21 +70,21 @@ export function tokenListing<V>(deps: {
 
   return {
     listTokens: (principal: Principal, filter: TokenFilter, page: number, size: number) =>
-      listPage(principal, 'token:read', filter, tokenScopes(principal, 'token:read'), page, size),
+      listPage(principal, 'token:read', filter, scopesFor(principal, 'token:read', filter), page, size),
 
     async searchTokens(principal: Principal, query: string, page: number, size: number): Promise<Page<V>> {
       const filter = searchFilter(principal, query)
       if (!filter) return { total: 0, items: [] }
-      return listPage(principal, 'token:search', filter, searchScopes(principal, filter), page, size)
+      return listPage(principal, 'token:search', filter, scopesFor(principal, 'token:search', filter), page, size)
     },
 
     listTokensFrom: (principal: Principal, filter: TokenFilter, after: TokenPosition | undefined, size: number) =>
-      listFrom(principal, 'token:read', filter, tokenScopes(principal, 'token:read'), after, size),
+      listFrom(principal, 'token:read', filter, scopesFor(principal, 'token:read', filter), after, size),
 
     async searchTokensFrom(principal: Principal, query: string, after: TokenPosition | undefined, size: number): Promise<CursorPage<V>> {
       const filter = searchFilter(principal, query)
       if (!filter) return { items: [], next: undefined }
-      return listFrom(principal, 'token:search', filter, searchScopes(principal, filter), after, size)
+      return listFrom(principal, 'token:search', filter, scopesFor(principal, 'token:search', filter), after, size)
     },
   }
 }

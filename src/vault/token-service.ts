@@ -1,4 +1,4 @@
-import { answerTransform, authorizeContainers, authorizeToken, authorizeViewChange, tokenScopes } from '../auth/policies.js'
+import { answerTransform, authorizeContainers, authorizeMove, authorizeToken, authorizeViewChange, equalityScopes } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import { AppError } from '../errors/index.js'
 import { isUniqueViolation, type Store, type TokenRecord } from '../store/index.js'
@@ -79,10 +79,9 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
       const record = buildTokenRecord(principal.tenantId, input, principal.id, crypto())
       authorizeContainers(principal, 'token:create', record.id, record.containers)
       if (input.deduplicate_token && record.fingerprint) {
-        // Only a token the caller may both create and read is returned; anyone else gets a new
-        // token, so the answer never tells whether the value was already stored.
-        const scopes = [...tokenScopes(principal, 'token:create'), ...tokenScopes(principal, 'token:read')]
-        const existing = await store.tokens.findByFingerprint(principal.tenantId, record.type, record.fingerprint, scopes)
+        // Returning the existing token says "this value is stored there": only where the answer
+        // would show its fingerprint anyway. Anyone else gets a new token, as without the flag.
+        const existing = await store.tokens.findByFingerprint(principal.tenantId, record.type, record.fingerprint, equalityScopes(principal, 'token:create'))
         if (existing) return view(existing, answerTransform(principal, 'token:create', existing))
       }
       try {
@@ -117,10 +116,7 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
       }
       const next = buildTokenRecord(principal.tenantId, fields, principal.id, crypto(), current)
       if (patch.expires_at === undefined) next.expires_at = current.expires_at
-      // Moving a token (adding or removing a container) needs the permission on every container involved.
-      if (canonicalJson(next.containers) !== canonicalJson(current.containers)) {
-        authorizeContainers(principal, 'token:update', id, [...new Set([...current.containers, ...next.containers])])
-      }
+      if (canonicalJson(next.containers) !== canonicalJson(current.containers)) authorizeMove(principal, current, next)
       authorizeToken(principal, 'token:update', next)
       const updated = await store.tokens.update(principal.tenantId, id, next)
       await cache.invalidate(principal.tenantId, id)
