@@ -42,6 +42,8 @@ export interface Services {
   store: Store
   /** How every cache learns of changes, here and in the other processes. */
   bus: InvalidationBus
+  /** The time every expiry decision reads. */
+  clock: Clock
   hasher: ApiKeyHasher
   authenticator: Authenticator
   applications: ApplicationsService
@@ -150,6 +152,7 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
     metrics,
     store,
     bus,
+    clock,
     hasher,
     authenticator,
     applications,
