@@ -67,7 +67,7 @@ export function reactorsService(deps: {
     authorizeBinding(caller, app, 'id')
   }
 
-  async function shape(outcome: ReactorOutcome, actor: Principal | undefined, caller: Principal): Promise<ReactResult> {
+  async function shape(outcome: ReactorOutcome, actor: Principal | undefined, caller: Principal, audit: ReactorAudit | undefined): Promise<ReactResult> {
     if (outcome.kind === 'response') return { kind: 'response', status: outcome.status, headers: outcome.headers, body: outcome.body }
     const value = outcome.value
     if (value === null || typeof value !== 'object' || Array.isArray(value)) return { kind: 'result', body: { raw: value } }
@@ -76,7 +76,7 @@ export function reactorsService(deps: {
     if (tokenize !== undefined) {
       const acting = actingApplication(actor, 'Reactor')
       // The answer goes to the caller: it shows no more than both may read.
-      tokens = await tokenizeValue(deps, acting, tokenize, deps.present, [acting, caller])
+      tokens = await tokenizeValue(deps, acting, tokenize, deps.present, [acting, caller], audit?.tokensCreated)
     }
     return { kind: 'result', body: { raw, body, headers, tokens } }
   }
@@ -138,7 +138,7 @@ export function reactorsService(deps: {
       if (!cached) throw new AppError('not_found', { detail: 'No Reactor with this id.' })
       const { reactor, actor } = cached
       const detokenized = await detokenizeValue(deps.tokens, caller, args, deps.config.expressions.maxTokens, 'token:use', audit?.invoking)
-      const context: InvocationContext = { actor, tokenRead: audit?.tokenRead }
+      const context: InvocationContext = { actor, tokenRead: audit?.tokenRead, tokensCreated: audit?.tokensCreated }
       const outcome = await supervisor.invoke({
         tenantId: reactor.tenant_id,
         reactorId: reactor.id,
@@ -148,19 +148,21 @@ export function reactorsService(deps: {
         configuration: reactor.configuration,
         context,
       })
-      return shape(outcome, actor, caller)
+      return shape(outcome, actor, caller, audit)
     },
   }
 }
 
 export type ReactorsService = ReturnType<typeof reactorsService>
 
-/** The audit side of one invocation (http/routes/reactors.ts): both awaited, fail-closed. */
+/** The audit side of one invocation (http/routes/reactors.ts): each awaited, fail-closed. */
 export interface ReactorAudit {
   /** Once the args' tokens are resolved, before the runtime gets the detokenized args (`reactor.invoke`). */
   invoking(tokenIds: ReadonlySet<string>): Promise<void>
   /** Before a bridge hands the running code plaintext (`reactor.token_read`). */
   tokenRead(tokenIds: ReadonlySet<string>): Promise<void>
+  /** After `req.svc.tokenize` or a `{tokenize}` answer stored tokens, before anyone sees them (`token.create`). */
+  tokensCreated(tokenIds: string[], views: TokenView[]): Promise<void>
 }
 
 /** Runs as the Reactor's Application: tokenize/detokenize bridges and `{tokenize}` results. */
