@@ -133,7 +133,7 @@ async function run(runner: TransformRunner, which: TransformKind, config: Transf
 }
 
 async function invoke(runner: TransformRunner, which: TransformKind, config: TransformConfig, args: unknown, exchange: Exchange): Promise<ReactorOutcome> {
-  const context: InvocationContext = { actor: exchange.actor, tokenRead: exchange.audit?.tokenRead }
+  const context: InvocationContext = { actor: exchange.actor, tokenRead: exchange.audit?.tokenRead, tokensCreated: exchange.audit?.tokensCreated }
   try {
     return await runner.invoke({ tenantId: config.tenantId, reactorId: config.reactorId, version: config.version, code: config.code, args, configuration: config.configuration, context })
   } catch (err) {
