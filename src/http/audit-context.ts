@@ -16,12 +16,13 @@ export type RequestAudit = Pick<AuditEvent, 'tenantId' | 'actor' | 'traceId' | '
  */
 export function requestAudit(ctx: ParameterizedContext<AppState>): RequestAudit {
   const principal = ctx.state.principal
+  const acting = ctx.state.auditActor
   const ip = ctx.state.clientIp
   const route = matchedRoute(ctx)
   const method = ctx.method as HttpMethod
   return {
-    tenantId: principal?.tenantId ?? UNATTRIBUTED_TENANT,
-    actor: principal ? { kind: principal.kind, id: principal.id } : { kind: 'anonymous', id: null },
+    tenantId: acting?.tenantId ?? principal?.tenantId ?? UNATTRIBUTED_TENANT,
+    actor: acting ? { kind: acting.kind, id: acting.id } : principal ? { kind: principal.kind, id: principal.id } : { kind: 'anonymous', id: null },
     traceId: ctx.state.traceId ?? null,
     clientIp: ip !== undefined && isIP(ip) !== 0 ? ip : null,
     ...(route !== undefined && ROUTE_TEMPLATE.test(route) && httpMethods.includes(method) ? { request: { method, route } } : {}),
