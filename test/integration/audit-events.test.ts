@@ -289,3 +289,24 @@ t.test('refusals of requests carrying the card number: auth.failed and auth.deni
   t.match(rows.find((r) => r.trace_id === `${trace}-401`), { action: 'auth.failed', actor_kind: 'anonymous', actor_id: null, status: 401, request_route: '/detokenize' })
   noSecret(t, rows.filter((r) => r.trace_id?.startsWith(trace)))
 })
+
+t.test('a proxy without require_auth: its entries name the proxy as the actor, not its Application', async (t) => {
+  const id = await newCard()
+  const actor = await app.request('POST', '/applications', { body: { name: 'open proxy actor', type: 'private', rules: [{ priority: 1, container: '/pci/', transform: 'reveal', permissions: ['token:use'] }] } })
+  const proxy = await app.request('POST', '/proxies', { body: { name: 'keyless', destination_url: stub.origin, require_auth: false, application: { id: actor.body.id } } })
+  t.equal(proxy.status, 201)
+  secrets.push(proxy.body.key)
+  const since = await headSeq()
+  const res = await rawRequest(app.url, { method: 'POST', path: '/proxy', body: `{"n":"{{ ${id} }}"}`, headers: ['SVC-PROXY-KEY', proxy.body.key, 'Content-Type', 'application/json'] })
+  t.equal(res.status, 200)
+  const [request] = await entries('proxy.request', since)
+  t.match(request, { tenant_id: tenant, actor_kind: 'proxy', actor_id: proxy.body.id, target_ids: [proxy.body.id], token_ids: [id] })
+  t.match(await entries('proxy.response', since), [{ actor_kind: 'proxy', actor_id: proxy.body.id, parent_id: request!.id }])
+
+  // A token outside the Application's rules: refused, and the refusal names the proxy too.
+  const general = (await app.request('POST', '/tokens', { key, body: { type: 'token', data: CARD } })).body.id as string
+  const refused = await rawRequest(app.url, { method: 'POST', path: '/proxy', body: `{"n":"{{ ${general} }}"}`, headers: ['SVC-PROXY-KEY', proxy.body.key, 'Content-Type', 'application/json'] })
+  t.equal(refused.status, 403)
+  t.match(await entries('auth.denied', since), [{ tenant_id: tenant, actor_kind: 'proxy', actor_id: proxy.body.id, status: 403, request_route: '/proxy' }])
+  noSecret(t, (await auditRows(app, tenant)).filter((r) => Number(r.seq) > since))
+})
