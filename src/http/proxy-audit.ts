@@ -11,7 +11,8 @@ import type { AppContext } from './context.js'
 
 /**
  * The two audit events of one proxied call. `proxy.request` is recorded (fail-closed) once the
- * pipeline has detokenized the request and before a byte of it is forwarded: status 200 there
+ * pipeline has detokenized the request and before a byte of it is forwarded (only noted when it
+ * detokenized nothing): status 200 there
  * means "authorized, forwarding"; if the write fails the call answers 503 and the destination
  * sees nothing. `proxy.response` (its `parentId` is the request's entry) is noted when the call
  * ends, forwarded or failed: the caller's status, the destination's status and the duration.
@@ -40,8 +41,14 @@ export class ProxyCallAudit implements ExchangeAudit {
     }
   }
 
+  /**
+   * A call that detokenized nothing reveals nothing: its entry is noted (written with the next
+   * batch) rather than awaited, so such a call does not wait for a commit before it leaves.
+   */
   async forwarding(tokenIds: readonly string[]): Promise<void> {
-    await this.recorder.record([{ ...this.base, id: this.id, action: 'proxy.request', outcome: 'success', status: 200, tokenIds }])
+    const event: AuditEvent = { ...this.base, id: this.id, action: 'proxy.request', outcome: 'success', status: 200, tokenIds }
+    if (tokenIds.length > 0) await this.recorder.record([event])
+    else this.recorder.note([event])
     this.started = performance.now()
   }
 

@@ -65,8 +65,9 @@ export function reactorRoutes(router: AppRouter, reactors: ReactorsService, audi
  * `reactor.invoke` before the runtime gets the detokenized args, `reactor.token_read` before
  * each bridge call that hands the code plaintext, and `token.create` for the tokens the code
  * stores (`req.svc.tokenize`, a `{tokenize}` answer) before it or the caller sees them; all
- * fail-closed, the later ones naming the invocation's entry as `parentId`. Status 200 means
- * "authorized, running": the answer is not known yet.
+ * fail-closed, the later ones naming the invocation's entry as `parentId` (args without tokens
+ * reveal nothing: their `reactor.invoke` is only noted). Status 200 means "authorized,
+ * running": the answer is not known yet.
  */
 function reactorAudit(ctx: AppContext, recorder: AuditRecorder, reactorId: string): ReactorAudit {
   const id = randomUUID()
@@ -79,7 +80,11 @@ function reactorAudit(ctx: AppContext, recorder: AuditRecorder, reactorId: strin
     status: 200,
   })
   return {
-    invoking: (tokenIds) => recorder.record([{ ...event('reactor.invoke', tokenIds), id }]),
+    invoking: async (tokenIds) => {
+      const invoke = { ...event('reactor.invoke', tokenIds), id }
+      if (tokenIds.size > 0) await recorder.record([invoke])
+      else recorder.note([invoke])
+    },
     tokenRead: (tokenIds) => recorder.record([{ ...event('reactor.token_read', tokenIds), parentId: id }]),
     tokensCreated: (tokenIds, views) => recorder.record([{ ...tokenEvent(ctx, 'token.create', tokenIds, 200, views), parentId: id }]),
   }

@@ -70,6 +70,24 @@ export interface AuditPosition {
   seq: number
 }
 
+/** See `appendAfter`: the head moves only if it is where the writer sealed from, and the rows go in only if it moved. */
+const APPEND_AFTER_SQL = `
+with head as (
+  update audit_chain_heads set seq = ?, hash = ?
+  where tenant_id = ? and seq = ? and hash = ?
+  returning tenant_id
+), inserted as (
+  insert into audit_events (tenant_id, seq, id, occurred_at, actor_kind, actor_id, action, target_type, target_ids, token_ids,
+    outcome, status, transform, permission, trace_id, client_ip, request_method, request_route, destination_origin,
+    destination_method, destination_status, duration_ms, parent_id, key_id, hash)
+  select ?::uuid, u.* from unnest(?::bigint[], ?::uuid[], ?::timestamptz[], ?::text[], ?::uuid[], ?::text[], ?::text[], ?::jsonb[], ?::jsonb[],
+    ?::text[], ?::smallint[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
+    ?::text[], ?::smallint[], ?::integer[], ?::uuid[], ?::text[], ?::text[]) as u
+  where exists (select 1 from head)
+  returning 1
+)
+select count(*)::int as n from inserted`
+
 const INSERT_CHUNK = 1000
 const PRUNE_CHUNK = 10_000
 
@@ -108,6 +126,27 @@ export function auditRepository(knex: Knex, kind: DatabaseKind) {
         const checkpoints = sealed.flatMap((s) => (s.checkpoint ? [s.checkpoint] : []))
         if (checkpoints.length) await trx('audit_checkpoints').insert(checkpoints)
       })
+    },
+
+    /**
+     * One tenant's already sealed `rows` in one statement (one round trip, its own commit), but
+     * only if the chain head is still `expected`: the head moves to `next` and the rows go in
+     * together, or nothing happens and it answers false (another process appended meanwhile, or
+     * the head was never stored). A concurrent append to the same chain waits on the head's row
+     * lock and then finds it moved, so two writers never fork a chain.
+     */
+    async appendAfter(expected: Pick<ChainHead, 'tenant_id' | 'seq' | 'hash'>, rows: readonly AuditRow[], next: Pick<ChainHead, 'seq' | 'hash'>): Promise<boolean> {
+      const cols = (f: (r: AuditRow) => unknown) => rows.map(f) as Knex.Value
+      const result = await knex.raw<{ rows: { n: number }[] }>(APPEND_AFTER_SQL, [
+        next.seq, next.hash, expected.tenant_id, expected.seq, expected.hash, expected.tenant_id,
+        cols((r) => r.seq), cols((r) => r.id), cols((r) => r.occurred_at.toISOString()), cols((r) => r.actor_kind), cols((r) => r.actor_id),
+        cols((r) => r.action), cols((r) => r.target_type), cols((r) => JSON.stringify(r.target_ids)), cols((r) => JSON.stringify(r.token_ids)),
+        cols((r) => r.outcome), cols((r) => r.status), cols((r) => r.transform), cols((r) => r.permission), cols((r) => r.trace_id),
+        cols((r) => r.client_ip), cols((r) => r.request_method), cols((r) => r.request_route), cols((r) => r.destination_origin),
+        cols((r) => r.destination_method), cols((r) => r.destination_status), cols((r) => r.duration_ms), cols((r) => r.parent_id),
+        cols((r) => r.key_id), cols((r) => r.hash),
+      ])
+      return toNumber(result.rows[0]?.n ?? 0) === rows.length
     },
 
     /** Entries of one tenant matching `filter`, newest first (`desc`) or oldest first, after `after`. */

@@ -78,7 +78,7 @@ async function invoke(request: Extract<LaneRequest, { t: 'invoke' }>, input: str
     return done(id, false, { kind: 'error', code: 'reactor_error', detail: `The Reactor code does not compile: ${describeCompileError(err, request.fresh?.code ?? '')}` })
   }
   if (slot === undefined) return done(id, false, { kind: 'error', code: 'reactor_error', detail: 'The Reactor runtime lost the isolate of this call.' })
-  const outcome = await runInvocation(slot, () => cache.takeContext(slot), input, request.ms, linkFor(id), limits).catch(
+  const outcome = await runInvocation(slot, input, request.ms, linkFor(id), limits).catch(
     (): WireOutcome => ({ kind: 'error', code: 'reactor_error', detail: 'The Reactor runtime failed during the call.' }),
   )
   // Released before answering: the answer says whether the isolate stays warm.
