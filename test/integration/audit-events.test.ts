@@ -124,6 +124,18 @@ t.test('ephemeral proxy: proxy.request before forwarding, proxy.response after',
   noSecret(t, [request!, response!])
 })
 
+t.test('a proxy call that detokenizes nothing: one proxy.call entry when it ends', async (t) => {
+  const since = await headSeq()
+  const res = await app.proxy(stub.origin, { method: 'POST', path: '/proxy/plain', body: '{"amount":42}', headers: ['Content-Type', 'application/json'] })
+  t.equal(res.status, 200)
+  await app.services.audit.flush()
+  t.same(await entries('proxy.request', since), [], 'no request entry: nothing was revealed')
+  t.same(await entries('proxy.response', since), [])
+  const [call] = await entries('proxy.call', since)
+  t.match(call, { request_route: '/proxy', token_ids: [], destination_origin: stub.origin, destination_method: 'POST', destination_status: 200, status: 200, outcome: 'success', parent_id: null })
+  t.type(call!.duration_ms, 'number')
+})
+
 t.test('pre-configured proxy with a request transform that reads a token through its bridge', async (t) => {
   const id = await newCard()
   const actor = await app.request('POST', '/applications', { body: { name: 'proxy actor', type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:use'] }] } })
@@ -264,8 +276,10 @@ t.test('a pre-configured proxy\'s response transform that tokenizes the destinat
   t.equal(res.status, 200, res.body.toString())
   const tokenId = res.json.number as string
   t.not(tokenId, CARD, 'the caller gets a token id')
-  const [request] = await entries('proxy.request', since)
-  t.match(await entries('token.create', since), [{ target_ids: [tokenId], parent_id: request!.id, actor_id: callerId, request_route: '/proxy' }])
+  // The request detokenized nothing: the call is one proxy.call entry, noted when it ends.
+  const [call] = await entries('proxy.call', since)
+  t.match(call, { target_ids: [proxy.body.id], destination_status: 200 })
+  t.match(await entries('token.create', since), [{ target_ids: [tokenId], parent_id: call!.id, actor_id: callerId, request_route: '/proxy' }])
   noSecret(t, (await auditRows(app, tenant)).filter((r) => Number(r.seq) > since))
 })
 

@@ -70,19 +70,28 @@ export interface AuditPosition {
   seq: number
 }
 
-/** See `appendAfter`: the head moves only if it is where the writer sealed from, and the rows go in only if it moved. */
+/**
+ * See `appendAfter`: the head moves only if it is where the writer sealed from, and the rows go
+ * in only if it moved. The rows travel as one JSON array (one parameter, serialized natively;
+ * Postgres's own parser takes it apart), in the column order of APPEND_COLUMNS.
+ */
+const APPEND_COLUMNS = [
+  ['tenant_id', 'uuid'], ['seq', 'bigint'], ['id', 'uuid'], ['occurred_at', 'timestamptz'], ['actor_kind', 'text'], ['actor_id', 'uuid'],
+  ['action', 'text'], ['target_type', 'text'], ['target_ids', 'jsonb'], ['token_ids', 'jsonb'], ['outcome', 'text'], ['status', 'smallint'],
+  ['transform', 'text'], ['permission', 'text'], ['trace_id', 'text'], ['client_ip', 'text'], ['request_method', 'text'], ['request_route', 'text'],
+  ['destination_origin', 'text'], ['destination_method', 'text'], ['destination_status', 'smallint'], ['duration_ms', 'integer'], ['parent_id', 'uuid'],
+  ['key_id', 'text'], ['hash', 'text'],
+] as const satisfies readonly (readonly [keyof AuditRow, string])[]
+
 const APPEND_AFTER_SQL = `
 with head as (
   update audit_chain_heads set seq = ?, hash = ?
   where tenant_id = ? and seq = ? and hash = ?
   returning tenant_id
 ), inserted as (
-  insert into audit_events (tenant_id, seq, id, occurred_at, actor_kind, actor_id, action, target_type, target_ids, token_ids,
-    outcome, status, transform, permission, trace_id, client_ip, request_method, request_route, destination_origin,
-    destination_method, destination_status, duration_ms, parent_id, key_id, hash)
-  select ?::uuid, u.* from unnest(?::bigint[], ?::uuid[], ?::timestamptz[], ?::text[], ?::uuid[], ?::text[], ?::text[], ?::jsonb[], ?::jsonb[],
-    ?::text[], ?::smallint[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[],
-    ?::text[], ?::smallint[], ?::integer[], ?::uuid[], ?::text[], ?::text[]) as u
+  insert into audit_events (${APPEND_COLUMNS.map(([name]) => name).join(', ')})
+  select ${APPEND_COLUMNS.map(([, type], i) => (type === 'jsonb' ? `r->${i}` : `(r->>${i})::${type}`)).join(', ')}
+  from jsonb_array_elements(?::jsonb) as r
   where exists (select 1 from head)
   returning 1
 )
@@ -136,17 +145,9 @@ export function auditRepository(knex: Knex, kind: DatabaseKind) {
      * lock and then finds it moved, so two writers never fork a chain.
      */
     async appendAfter(expected: Pick<ChainHead, 'tenant_id' | 'seq' | 'hash'>, rows: readonly AuditRow[], next: Pick<ChainHead, 'seq' | 'hash'>): Promise<boolean> {
-      const cols = (f: (r: AuditRow) => unknown) => rows.map(f) as Knex.Value
-      const result = await knex.raw<{ rows: { n: number }[] }>(APPEND_AFTER_SQL, [
-        next.seq, next.hash, expected.tenant_id, expected.seq, expected.hash, expected.tenant_id,
-        cols((r) => r.seq), cols((r) => r.id), cols((r) => r.occurred_at.toISOString()), cols((r) => r.actor_kind), cols((r) => r.actor_id),
-        cols((r) => r.action), cols((r) => r.target_type), cols((r) => JSON.stringify(r.target_ids)), cols((r) => JSON.stringify(r.token_ids)),
-        cols((r) => r.outcome), cols((r) => r.status), cols((r) => r.transform), cols((r) => r.permission), cols((r) => r.trace_id),
-        cols((r) => r.client_ip), cols((r) => r.request_method), cols((r) => r.request_route), cols((r) => r.destination_origin),
-        cols((r) => r.destination_method), cols((r) => r.destination_status), cols((r) => r.duration_ms), cols((r) => r.parent_id),
-        cols((r) => r.key_id), cols((r) => r.hash),
-      ])
-      return toNumber(result.rows[0]?.n ?? 0) === rows.length
+      const json = JSON.stringify(rows.map((r) => APPEND_COLUMNS.map(([name]) => (name === 'occurred_at' ? r.occurred_at.toISOString() : r[name]))))
+      const result = await knex.raw<{ rows: { n: number }[] }>(APPEND_AFTER_SQL, [next.seq, next.hash, expected.tenant_id, expected.seq, expected.hash, json])
+      return rows.length > 0 && toNumber(result.rows[0]?.n ?? 0) === rows.length
     },
 
     /** Entries of one tenant matching `filter`, newest first (`desc`) or oldest first, after `after`. */

@@ -8,7 +8,7 @@ import { Socket } from 'node:net'
 import { workerData } from 'node:worker_threads'
 import { checkSyntax } from './check-syntax.js'
 import { describeCompileError } from './compile-error.js'
-import { FrameReader, encodeFrame } from '../shared/frames.js'
+import { FrameReader, encodeFrame, writeCoalesced } from '../shared/frames.js'
 import { runInvocation } from './invocation.js'
 import { IsolateCache, type IsolateSlot } from './isolate-cache.js'
 import { splitOutcome, type LaneReply, type LaneRequest, type WireOutcome, type WorkerData } from '../shared/protocol.js'
@@ -34,7 +34,7 @@ const cache = new IsolateCache(limits, onCatastrophe)
 const answers = new Map<number, (callId: number, ok: boolean, json: string) => void>()
 
 const lane = new Socket({ fd: laneFd, readable: true, writable: true })
-const send = (reply: LaneReply, body?: string): void => void lane.write(encodeFrame(reply, body))
+const send = (reply: LaneReply, body?: string): void => writeCoalesced(lane, encodeFrame(reply, body))
 // Frames from the API process are at most an input or a bridge answer, plus a header.
 const reader = new FrameReader((header, body) => handle(header as LaneRequest, body), limits.payloadMaxBytes + 64 * 1024)
 lane.on('data', (chunk: Buffer) => reader.push(chunk))
