@@ -149,6 +149,8 @@ t.test('a Reactor bridge read whose entry cannot be written: the running code ge
   const caller = await app.request('POST', '/applications', { body: { name: 'bridge caller', type: 'private', rules } })
   const actor = await app.request('POST', '/applications', { body: { name: 'bridge actor', type: 'private', rules } })
   const id = (await app.request('POST', '/tokens', { key: caller.body.key, body: { type: 'card_number', data: CARD } })).body.id as string
+  // A token in the args makes the invocation an entry that is recorded (awaited) before the code runs.
+  const argToken = (await app.request('POST', '/tokens', { key: caller.body.key, body: { type: 'card_number', data: '5555555555554444' } })).body.id as string
   // The destination takes the audit table away while the invocation (already recorded) runs.
   let away = false
   const stub = await startStub(t, (req, res) => {
@@ -171,7 +173,7 @@ t.test('a Reactor bridge read whose entry cannot be written: the running code ge
   const reactor = await app.request('POST', '/reactors', { body: { name: 'bridge reader', code, application: { id: actor.body.id } } })
   t.equal(reactor.status, 201)
   await app.services.audit.flush()
-  const res = await app.request('POST', `/reactors/${reactor.body.id}/react`, { key: caller.body.key, body: { args: {} } })
+  const res = await app.request('POST', `/reactors/${reactor.body.id}/react`, { key: caller.body.key, body: { args: { other: `{{ ${argToken} }}` } } })
   await knex.raw('alter table audit_events_away rename to audit_events')
   away = false
   t.equal(res.status, 200, res.text)
@@ -180,5 +182,5 @@ t.test('a Reactor bridge read whose entry cannot be written: the running code ge
   await app.services.audit.flush()
   const rows = await auditRows(app)
   t.notOk(rows.some((r) => r.action === 'reactor.token_read' && r.token_ids.includes(id)), 'no entry claims a read that never happened')
-  t.ok(rows.some((r) => r.action === 'reactor.invoke' && r.target_ids.includes(reactor.body.id)), 'the invocation was recorded before the code ran')
+  t.ok(rows.some((r) => r.action === 'reactor.invoke' && r.target_ids.includes(reactor.body.id) && r.token_ids.includes(argToken)), 'the invocation was recorded before the code ran')
 })
