@@ -72,7 +72,7 @@ export function buildRouters(services: Services, drain = new Drain()): Router<Ap
   ], config.readyTimeoutMs)
   operatorRoutes(open, services.tenants, services.audit, config.operatorKey, body)
   if (config.metrics.mode === 'operator') metricsRoute(open, services.metrics, config.operatorKey)
-  docsRoutes(open)
+  docsRoutes(open, { metrics: config.metrics.mode === 'operator' })
 
   const api = new Router<AppState>()
   api.use(authenticate(services.authenticator))

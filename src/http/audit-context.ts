@@ -3,6 +3,7 @@ import type { ParameterizedContext } from 'koa'
 import { httpMethods, UNATTRIBUTED_TENANT, type AuditAction, type AuditEvent, type HttpMethod, type TargetType, type Transform } from '../audit/events.js'
 import { ROUTE_TEMPLATE } from '../audit/validate-event.js'
 import type { AppState } from './context.js'
+import { matchedRoute } from './matched-route.js'
 
 /** The fields every audit event of one request shares. */
 export type RequestAudit = Pick<AuditEvent, 'tenantId' | 'actor' | 'traceId' | 'clientIp' | 'request'>
@@ -15,15 +16,16 @@ export type RequestAudit = Pick<AuditEvent, 'tenantId' | 'actor' | 'traceId' | '
  */
 export function requestAudit(ctx: ParameterizedContext<AppState>): RequestAudit {
   const principal = ctx.state.principal
+  const acting = ctx.state.auditActor
   const ip = ctx.state.clientIp
-  const route = (ctx as { _matchedRoute?: unknown })._matchedRoute
+  const route = matchedRoute(ctx)
   const method = ctx.method as HttpMethod
   return {
-    tenantId: principal?.tenantId ?? UNATTRIBUTED_TENANT,
-    actor: principal ? { kind: principal.kind, id: principal.id } : { kind: 'anonymous', id: null },
+    tenantId: acting?.tenantId ?? principal?.tenantId ?? UNATTRIBUTED_TENANT,
+    actor: acting ? { kind: acting.kind, id: acting.id } : principal ? { kind: principal.kind, id: principal.id } : { kind: 'anonymous', id: null },
     traceId: ctx.state.traceId ?? null,
     clientIp: ip !== undefined && isIP(ip) !== 0 ? ip : null,
-    ...(typeof route === 'string' && ROUTE_TEMPLATE.test(route) && httpMethods.includes(method) ? { request: { method, route } } : {}),
+    ...(route !== undefined && ROUTE_TEMPLATE.test(route) && httpMethods.includes(method) ? { request: { method, route } } : {}),
   }
 }
 

@@ -8,6 +8,12 @@ export interface AppState {
   /** The caller's address (X-Forwarded-For only from SVC_TRUSTED_PROXIES), for audit events. */
   clientIp?: string
   principal?: Principal
+  /**
+   * Who the audit log names when it is not the principal: a pre-configured proxy without
+   * `require_auth` acts as its Application for whoever holds the proxy key, so its entries name
+   * the proxy (kind `proxy`), not an Application whose key was never shown.
+   */
+  auditActor?: { tenantId: string; kind: 'proxy'; id: string }
   body?: unknown
   /** The request body, when a stage before the route had to read it (idempotency keys). */
   rawBody?: Buffer

@@ -4,8 +4,9 @@ import type { AuditRecorder } from '../audit/audit-log.js'
 import { httpMethods, outcomeOf, type AuditEvent, type HttpMethod } from '../audit/events.js'
 import { AppError } from '../errors/index.js'
 import type { ExchangeAudit } from '../proxy/pipeline/index.js'
+import type { TokenView } from '../vault/token-service.js'
 import type { Destination } from '../egress/destination-url.js'
-import { requestAudit } from './audit-context.js'
+import { mostRevealing, requestAudit } from './audit-context.js'
 import type { AppContext } from './context.js'
 
 /**
@@ -19,7 +20,8 @@ import type { AppContext } from './context.js'
  * A call the pipeline answered itself (a transform's own answer, a bad expression) forwarded
  * nothing and gets no `proxy.*` entry; refusals are `auth.*` entries. A transform's bridge call
  * that reads tokens is a `reactor.token_read` entry (target: the proxy, parent: this call's
- * entry), recorded before the code gets the plaintext.
+ * entry), recorded before the code gets the plaintext; one that stores tokens is a
+ * `token.create` entry (parent: this call's entry), recorded before the code gets them.
  */
 export class ProxyCallAudit implements ExchangeAudit {
   private readonly id = randomUUID()
@@ -55,6 +57,13 @@ export class ProxyCallAudit implements ExchangeAudit {
   readonly tokenRead = async (tokenIds: ReadonlySet<string>): Promise<void> => {
     this.bridgeReads = true
     await this.recorder.record([{ ...this.base, action: 'reactor.token_read', parentId: this.id, outcome: 'success', status: 200, tokenIds: [...tokenIds] }])
+  }
+
+  /** A transform's bridge stored tokens: `token.create` (target: the tokens), fail-closed. */
+  readonly tokensCreated = async (tokenIds: string[], views: TokenView[]): Promise<void> => {
+    const { destination: _destination, target: _proxy, ...who } = this.base
+    const transform = mostRevealing(views)
+    await this.recorder.record([{ ...who, action: 'token.create', target: { type: 'token', ids: tokenIds }, ...(transform ? { transform } : {}), parentId: this.id, outcome: 'success', status: 200 }])
   }
 
   /** The call ended: `status` is what the caller gets, `destinationStatus` what the destination answered. */

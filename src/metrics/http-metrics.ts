@@ -1,4 +1,5 @@
 import type { Middleware } from 'koa'
+import { matchedRoute, PROXY_ROUTE } from '../http/matched-route.js'
 import type { Metrics } from './metrics.js'
 
 /**
@@ -22,8 +23,8 @@ export function httpMetrics(metrics: Metrics): Middleware {
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'])
 const methodOf = (method: string) => (METHODS.has(method) ? method : 'OTHER')
 
-function routeOf(ctx: { path: string; _matchedRoute?: unknown }): string {
-  if (typeof ctx._matchedRoute === 'string') return ctx._matchedRoute
-  if (ctx.path === '/proxy' || ctx.path.startsWith('/proxy/')) return '/proxy/*'
-  return 'unmatched'
+function routeOf(ctx: Parameters<typeof matchedRoute>[0]): string {
+  const route = matchedRoute(ctx)
+  if (route === PROXY_ROUTE) return '/proxy/*'
+  return route ?? 'unmatched'
 }

@@ -6,7 +6,7 @@ import { readBounded } from '../egress/body.js'
 import { buildDestination } from '../egress/destination-url.js'
 import type { Forwarder } from '../egress/forward.js'
 import type { Store } from '../store/index.js'
-import type { TokenService } from '../vault/token-service.js'
+import type { TokenService, TokenView } from '../vault/token-service.js'
 import { detokenizeValue, tokenizeValue } from '../vault/tokenize.js'
 import type { VaultKeys } from '../vault/vault-keys.js'
 import type { HostBridges } from './supervisor.js'
@@ -16,6 +16,8 @@ export interface InvocationContext {
   actor: Principal | undefined
   /** Awaited before a bridge hands the running code plaintext (`reactor.token_read`, fail-closed). */
   tokenRead?: ((tokenIds: ReadonlySet<string>) => Promise<void>) | undefined
+  /** Awaited after a bridge created tokens and before the code gets them (`token.create`, fail-closed). */
+  tokensCreated?: ((tokenIds: string[], views: TokenView[]) => Promise<void>) | undefined
 }
 
 /**
@@ -34,7 +36,7 @@ export function reactorBridges(deps: {
   // Checked at every bridge call: an Application that expired during a long invocation stops acting.
   const actor = (ctx: unknown): Principal => actingApplication((ctx as InvocationContext).actor, 'Reactor', deps.clock())
   return {
-    tokenize: (ctx, value) => tokenizeValue(deps, actor(ctx), value, deps.present),
+    tokenize: (ctx, value) => tokenizeValue(deps, actor(ctx), value, deps.present, undefined, (ctx as InvocationContext).tokensCreated),
     detokenize: (ctx, value) => detokenizeValue(deps.tokens, actor(ctx), value, deps.config.expressions.maxTokens, 'token:use', (ctx as InvocationContext).tokenRead),
     async fetch(_ctx, req) {
       const destination = buildDestination(req.url, '', '', deps.config.proxy)

@@ -46,7 +46,7 @@ export function reactorsService(deps: {
 
   const draft = (input: ReactorInput): CodeDraft => ({ pieces: [{ code: input.code, field: 'code' }], application: input.application })
 
-  async function shape(outcome: ReactorOutcome, actor: Principal | undefined, caller: Principal): Promise<ReactResult> {
+  async function shape(outcome: ReactorOutcome, actor: Principal | undefined, caller: Principal, audit: ReactorAudit | undefined): Promise<ReactResult> {
     if (outcome.kind === 'response') return { kind: 'response', status: outcome.status, headers: outcome.headers, body: outcome.body }
     const value = outcome.value
     if (value === null || typeof value !== 'object' || Array.isArray(value)) return { kind: 'result', body: { raw: value } }
@@ -55,7 +55,7 @@ export function reactorsService(deps: {
     if (tokenize !== undefined) {
       const acting = actingApplication(actor, 'Reactor', deps.clock())
       // The answer goes to the caller: it shows no more than both may read.
-      tokens = await tokenizeValue(deps, acting, tokenize, deps.present, [acting, caller])
+      tokens = await tokenizeValue(deps, acting, tokenize, deps.present, [acting, caller], audit?.tokensCreated)
     }
     return { kind: 'result', body: { raw, body, headers, tokens } }
   }
@@ -112,18 +112,20 @@ export function reactorsService(deps: {
       const { reactor, actor } = cached
       const detokenized = await detokenizeValue(deps.tokens, caller, args, deps.config.expressions.maxTokens, 'token:use', audit?.invoking)
       const code = { tenantId: reactor.tenant_id, reactorId: reactor.id, version: reactor.version, code: reactor.code, configuration: reactor.configuration }
-      const outcome = await host.invoke(code, detokenized, { actor, tokenRead: audit?.tokenRead })
-      return shape(outcome, actor, caller)
+      const outcome = await host.invoke(code, detokenized, { actor, tokenRead: audit?.tokenRead, tokensCreated: audit?.tokensCreated })
+      return shape(outcome, actor, caller, audit)
     },
   }
 }
 
 export type ReactorsService = ReturnType<typeof reactorsService>
 
-/** The audit side of one invocation (http/routes/reactors.ts): both awaited, fail-closed. */
+/** The audit side of one invocation (http/routes/reactors.ts): each awaited, fail-closed. */
 export interface ReactorAudit {
   /** Once the args' tokens are resolved, before the runtime gets the detokenized args (`reactor.invoke`). */
   invoking(tokenIds: ReadonlySet<string>): Promise<void>
   /** Before a bridge hands the running code plaintext (`reactor.token_read`). */
   tokenRead(tokenIds: ReadonlySet<string>): Promise<void>
+  /** After `req.svc.tokenize` or a `{tokenize}` answer stored tokens, before anyone sees them (`token.create`). */
+  tokensCreated(tokenIds: string[], views: TokenView[]): Promise<void>
 }

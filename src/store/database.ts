@@ -76,8 +76,9 @@ export async function openDatabase(config: Config, options: OpenDatabaseOptions 
     if (options.migrate !== false) await db.knex.migrate.latest({ migrationSource })
     return db
   }
-  if (options.migrate !== false) await migratePostgres(config.databaseUrl, options.schema)
-  else if (options.schema) await createSchema(config.databaseUrl, options.schema)
+  const admin = { url: config.databaseUrl, acquireTimeoutMs: config.database.acquireTimeoutMs, logger: options.logger }
+  if (options.migrate !== false) await migratePostgres(admin, options.schema)
+  else if (options.schema) await createSchema(admin, options.schema)
   return openPostgres(config, config.databaseUrl, options)
 }
 
@@ -99,14 +100,29 @@ export async function migrationStatus(db: Database): Promise<MigrationStatus> {
   return { completed: completed.map(name), pending: pending.map(name) }
 }
 
-async function createSchema(url: string, schema: string): Promise<void> {
-  const admin = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 1 } })
+interface AdminConnection {
+  url: string
+  acquireTimeoutMs: number
+  logger: Logger | undefined
+}
+
+/**
+ * One connection for schema work, outside the pool. Connecting is bounded like the pool's
+ * (knex would wait 60 s), and knex's warnings go to the logger: by default it prints a stack
+ * trace to the console for every failed attempt, which the CLI would show the operator.
+ */
+function adminKnex(admin: AdminConnection, schema?: string): Knex {
+  return knexFactory({ client: 'pg', connection: admin.url, searchPath: schema ? [schema] : undefined, pool: { min: 0, max: 1 }, acquireConnectionTimeout: admin.acquireTimeoutMs, log: knexLog(admin.logger) })
+}
+
+async function createSchema(connection: AdminConnection, schema: string): Promise<void> {
+  const admin = adminKnex(connection)
   await admin.raw('create schema if not exists ??', [schema]).finally(() => admin.destroy())
 }
 
 /** On a connection of its own, without the statement bound: a migration may rightly take long. */
-async function migratePostgres(url: string, schema: string | undefined): Promise<void> {
-  const admin = knexFactory({ client: 'pg', connection: url, searchPath: schema ? [schema] : undefined, pool: { min: 0, max: 1 } })
+async function migratePostgres(connection: AdminConnection, schema: string | undefined): Promise<void> {
+  const admin = adminKnex(connection, schema)
   try {
     if (schema) await admin.raw('create schema if not exists ??', [schema])
     await admin.migrate.latest({ migrationSource })

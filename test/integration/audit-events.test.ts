@@ -228,3 +228,99 @@ t.test('tenant create by the operator opens the new tenant\'s chain', async (t) 
   t.notOk(JSON.stringify(rows).includes(res.body.application.key), 'not the new key')
   t.notOk(JSON.stringify(rows).includes(operatorKey), 'not the operator key')
 })
+
+t.test('POST /tokenize: token.create naming every token it stored', async (t) => {
+  const since = await headSeq()
+  const res = await app.request('POST', '/tokenize', { key, body: { card: { type: 'card_number', data: CARD, containers: ['/pci/'] }, note: 'plain' } })
+  t.equal(res.status, 200)
+  const [created] = await entries('token.create', since)
+  t.match(created, { request_route: '/tokenize', actor_id: callerId, status: 200, transform: 'reveal' })
+  t.same([...created!.target_ids].sort(), [res.body.card.id, res.body.note].sort(), 'the full token and the leaf')
+  noSecret(t, [created!])
+})
+
+t.test('tokens a Reactor stores (req.svc.tokenize, a {tokenize} answer): token.create under its invocation', async (t) => {
+  const actor = await app.request('POST', '/applications', { body: { name: 'tokenizing actor', type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read', 'token:use'] }] } })
+  const code = `module.exports = async (req) => {
+    const stored = await req.svc.tokenize({ type: 'card_number', data: req.args.n, containers: ['/pci/'] })
+    return { raw: { bridged: stored.id }, tokenize: { again: { type: 'card_number', data: req.args.n, containers: ['/pci/'] } } }
+  }`
+  const reactor = await app.request('POST', '/reactors', { body: { name: 'tokenizer', code, application: { id: actor.body.id } } })
+  t.equal(reactor.status, 201)
+  const source = await newCard()
+  const since = await headSeq()
+  const res = await app.request('POST', `/reactors/${reactor.body.id}/react`, { key, body: { args: { n: `{{ ${source} }}` } } })
+  t.equal(res.status, 200, res.text)
+  const bridged = res.body.raw.bridged as string
+  const answered = res.body.tokens.again.id as string
+  t.not(bridged, source)
+  const [invoke] = await entries('reactor.invoke', since)
+  const created = await entries('token.create', since)
+  t.same(created.map((r) => r.target_ids), [[bridged], [answered]], 'the bridge call first, then the answer')
+  for (const row of created) t.match(row, { parent_id: invoke!.id, actor_id: callerId, target_type: 'token', request_route: '/reactors/:id/react', status: 200 })
+  noSecret(t, [invoke!, ...created])
+})
+
+t.test('a pre-configured proxy\'s response transform that tokenizes the destination\'s answer: token.create under the call', async (t) => {
+  const actor = await app.request('POST', '/applications', { body: { name: 'issuer actor', type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:use'] }] } })
+  const code = `module.exports = async (req) => {
+    const t = await req.svc.tokenize({ type: 'card_number', data: req.args.body.number, containers: ['/pci/'] })
+    return { body: { number: t.id }, headers: req.args.headers, status: req.args.status }
+  }`
+  const proxy = await app.request('POST', '/proxies', { body: { name: 'issuer', destination_url: stub.origin, response_transform: { code }, application: { id: actor.body.id } } })
+  t.equal(proxy.status, 201)
+  secrets.push(proxy.body.key)
+  const since = await headSeq()
+  // The echo destination answers with the card number the caller sent: the transform tokenizes it.
+  const res = await rawRequest(app.url, { method: 'POST', path: '/proxy/cards', body: `{"number":"${CARD}"}`, headers: ['SVC-PROXY-KEY', proxy.body.key, 'SVC-API-KEY', key, 'Content-Type', 'application/json'] })
+  t.equal(res.status, 200, res.body.toString())
+  const tokenId = res.json.number as string
+  t.not(tokenId, CARD, 'the caller gets a token id')
+  // The request detokenized nothing: the call is one proxy.call entry, noted when it ends.
+  const [call] = await entries('proxy.call', since)
+  t.match(call, { target_ids: [proxy.body.id], destination_status: 200 })
+  t.match(await entries('token.create', since), [{ target_ids: [tokenId], parent_id: call!.id, actor_id: callerId, request_route: '/proxy' }])
+  noSecret(t, (await auditRows(app, tenant)).filter((r) => Number(r.seq) > since))
+})
+
+t.test('refusals of requests carrying the card number: auth.failed and auth.denied hold only who and where', async (t) => {
+  const writeOnly = await appKey(app, { name: 'read only', type: 'private', permissions: ['token:read'] })
+  const writeOnlyId = (await app.services.authenticator.authenticate(writeOnly)).id
+  const id = await newCard()
+  const since = await headSeq()
+  const trace = `refusal-${Date.now()}`
+  const denied = await app.request('POST', '/tokens', { key: writeOnly, body: { type: 'card_number', data: CARD }, headers: { 'SVC-TRACE-ID': `${trace}-403` } })
+  t.equal(denied.status, 403)
+  const unknownKey = `key_${CARD}${CARD}${CARD}`
+  const failed = await app.request('POST', '/detokenize', { key: unknownKey, body: { n: `{{ ${id} }}`, card: CARD }, headers: { 'SVC-TRACE-ID': `${trace}-401` } })
+  t.equal(failed.status, 401)
+  secrets.push(writeOnly, unknownKey)
+  await app.services.audit.flush()
+  const rows = await auditRows(app)
+  const refusal = rows.find((r) => r.trace_id === `${trace}-403`)
+  t.match(refusal, { tenant_id: tenant, action: 'auth.denied', actor_id: writeOnlyId, outcome: 'denied', status: 403, request_method: 'POST', request_route: '/tokens' })
+  t.ok(Number(refusal!.seq) > since)
+  t.match(rows.find((r) => r.trace_id === `${trace}-401`), { action: 'auth.failed', actor_kind: 'anonymous', actor_id: null, status: 401, request_route: '/detokenize' })
+  noSecret(t, rows.filter((r) => r.trace_id?.startsWith(trace)))
+})
+
+t.test('a proxy without require_auth: its entries name the proxy as the actor, not its Application', async (t) => {
+  const id = await newCard()
+  const actor = await app.request('POST', '/applications', { body: { name: 'open proxy actor', type: 'private', rules: [{ priority: 1, container: '/pci/', transform: 'reveal', permissions: ['token:use'] }] } })
+  const proxy = await app.request('POST', '/proxies', { body: { name: 'keyless', destination_url: stub.origin, require_auth: false, application: { id: actor.body.id } } })
+  t.equal(proxy.status, 201)
+  secrets.push(proxy.body.key)
+  const since = await headSeq()
+  const res = await rawRequest(app.url, { method: 'POST', path: '/proxy', body: `{"n":"{{ ${id} }}"}`, headers: ['SVC-PROXY-KEY', proxy.body.key, 'Content-Type', 'application/json'] })
+  t.equal(res.status, 200)
+  const [request] = await entries('proxy.request', since)
+  t.match(request, { tenant_id: tenant, actor_kind: 'proxy', actor_id: proxy.body.id, target_ids: [proxy.body.id], token_ids: [id] })
+  t.match(await entries('proxy.response', since), [{ actor_kind: 'proxy', actor_id: proxy.body.id, parent_id: request!.id }])
+
+  // A token outside the Application's rules: refused, and the refusal names the proxy too.
+  const general = (await app.request('POST', '/tokens', { key, body: { type: 'token', data: CARD } })).body.id as string
+  const refused = await rawRequest(app.url, { method: 'POST', path: '/proxy', body: `{"n":"{{ ${general} }}"}`, headers: ['SVC-PROXY-KEY', proxy.body.key, 'Content-Type', 'application/json'] })
+  t.equal(refused.status, 403)
+  t.match(await entries('auth.denied', since), [{ tenant_id: tenant, actor_kind: 'proxy', actor_id: proxy.body.id, status: 403, request_route: '/proxy' }])
+  noSecret(t, (await auditRows(app, tenant)).filter((r) => Number(r.seq) > since))
+})

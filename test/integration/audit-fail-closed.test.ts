@@ -6,10 +6,22 @@ import { auditEvent, auditRows } from '../helpers/audit.js'
 import { rawRequest } from '../helpers/proxy.js'
 import { startStub } from '../helpers/stub-server.js'
 
-const app = await startTestApp(t, { SVC_AUDIT_WRITE_TIMEOUT_MS: '300' })
+const OPERATOR_KEY = 'operator-key-for-fail-closed-0123456789'
+const app = await startTestApp(t, { SVC_AUDIT_WRITE_TIMEOUT_MS: '300', SVC_OPERATOR_KEY: OPERATOR_KEY })
 const knex = app.services.store.db.knex
 
 const refusal = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => e)
+
+/** Runs `fn` while no audit entry can be written (the table is away), then brings it back. */
+async function withoutAuditTable<T>(fn: () => Promise<T>): Promise<T> {
+  await app.services.audit.flush()
+  await knex.raw('alter table audit_events rename to audit_events_away')
+  try {
+    return await fn()
+  } finally {
+    await knex.raw('alter table audit_events_away rename to audit_events')
+  }
+}
 
 t.test('a write the database refuses: 503 unavailable, /readyz down, and back once it recovers', async (t) => {
   const tenant = randomUUID()
@@ -91,4 +103,84 @@ t.test('the audit write fails: token read, detokenize, /proxy, a pre-configured 
   t.equal((await app.request('GET', `/tokens/${id}`, { key })).body.data, CARD)
   t.equal((await app.request('POST', `/reactors/${reactor.body.id}/react`, { key, body: { args: { n: `{{ ${id} }}` } } })).status, 200)
   t.equal(stub.seen.at(-1)!.body.toString(), CARD, 'the Reactor ran with the plaintext once its invocation was recorded')
+})
+
+t.test('the audit write fails after a change: the change stands, the answer is 503 without token data or a new key', async (t) => {
+  const CARD = '4242424242424242'
+  const stub = await startStub(t)
+  const rules = [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read', 'token:update', 'token:delete'] }]
+  const writer = await app.request('POST', '/applications', { body: { name: 'writer', type: 'private', rules } })
+  const key = writer.body.key as string
+  const target = await app.request('POST', '/applications', { body: { name: 'target', type: 'private', permissions: ['token:read'] } })
+  const pub = await app.request('POST', '/applications', { body: { name: 'pub', type: 'public', permissions: ['token:create'] } })
+  const victim = (await app.request('POST', '/tokens', { key, body: { type: 'card_number', data: CARD } })).body.id as string
+  const tokenCount = async () => Number((await knex('tokens').count({ n: '*' }).first())!.n)
+  const before = await tokenCount()
+
+  const answers = await withoutAuditTable(async () => ({
+    create: await app.request('POST', '/tokens', { key, body: { type: 'card_number', data: CARD } }),
+    tokenize: await app.request('POST', '/tokenize', { key, body: { card: { type: 'card_number', data: CARD }, plain: CARD } }),
+    update: await app.request('PATCH', `/tokens/${victim}`, { key, body: { metadata: { a: 'b' } }, headers: { 'content-type': 'application/merge-patch+json' } }),
+    delete: await app.request('DELETE', `/tokens/${victim}`, { key }),
+    application: await app.request('POST', '/applications', { body: { name: 'made while the log was away', type: 'private', permissions: ['token:read'] } }),
+    regenerate: await app.request('POST', `/applications/${target.body.id}/regenerate`),
+    extraKey: await app.request('POST', `/applications/${target.body.id}/keys`),
+    proxy: await app.request('POST', '/proxies', { body: { name: 'p', destination_url: stub.origin } }),
+    session: await app.request('POST', '/sessions', { key: pub.body.key }),
+    tenant: await app.request('POST', '/tenants', { key: OPERATOR_KEY, body: { name: 'made while the log was away' } }),
+  }))
+  for (const [what, res] of Object.entries(answers)) {
+    t.equal(res.status, 503, `${what}: 503`)
+    t.match(res.body, { type: '/problems/unavailable' }, `${what}: the audit log is unavailable`)
+    t.notOk(res.text.includes(CARD), `${what}: no token data`)
+    t.notMatch(res.text, /tsr_/, `${what}: no key`)
+  }
+  // The changes happened (the README says so: a retry may repeat them).
+  t.equal(await tokenCount(), before + 3 - 1, 'three tokens stored, one deleted')
+  t.equal((await app.request('GET', `/tokens/${victim}`, { key })).status, 404, 'the delete stands')
+  const apps = (await app.request('GET', '/applications?size=100')).body.data as { name: string }[]
+  t.ok(apps.some((a) => a.name === 'made while the log was away'), 'the Application exists, its key never shown')
+  t.equal((await app.request('GET', '/tokens', { key: target.body.key })).status, 401, 'the regenerate stands: the old key is gone')
+})
+
+t.test('a Reactor bridge read whose entry cannot be written: the running code gets no plaintext', async (t) => {
+  const CARD = '4111111111111111'
+  const rules = [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read', 'token:use'] }]
+  const caller = await app.request('POST', '/applications', { body: { name: 'bridge caller', type: 'private', rules } })
+  const actor = await app.request('POST', '/applications', { body: { name: 'bridge actor', type: 'private', rules } })
+  const id = (await app.request('POST', '/tokens', { key: caller.body.key, body: { type: 'card_number', data: CARD } })).body.id as string
+  // A token in the args makes the invocation an entry that is recorded (awaited) before the code runs.
+  const argToken = (await app.request('POST', '/tokens', { key: caller.body.key, body: { type: 'card_number', data: '5555555555554444' } })).body.id as string
+  // The destination takes the audit table away while the invocation (already recorded) runs.
+  let away = false
+  const stub = await startStub(t, (req, res) => {
+    if (req.url !== '/pause') return void res.end('ok')
+    void knex.raw('alter table audit_events rename to audit_events_away').then(() => {
+      away = true
+      res.end('paused')
+    })
+  })
+  t.teardown(async () => {
+    if (away) await knex.raw('alter table audit_events_away rename to audit_events')
+  })
+  const code = `module.exports = async (req) => {
+    await fetch(${JSON.stringify(stub.origin + '/pause')}, { method: 'POST', body: 'x' })
+    let seen
+    try { seen = await req.svc.detokenize('{{ ${id} }}') } catch (e) { seen = 'refused' }
+    await fetch(${JSON.stringify(stub.origin + '/seen')}, { method: 'POST', body: String(seen) })
+    return { raw: String(seen) }
+  }`
+  const reactor = await app.request('POST', '/reactors', { body: { name: 'bridge reader', code, application: { id: actor.body.id } } })
+  t.equal(reactor.status, 201)
+  await app.services.audit.flush()
+  const res = await app.request('POST', `/reactors/${reactor.body.id}/react`, { key: caller.body.key, body: { args: { other: `{{ ${argToken} }}` } } })
+  await knex.raw('alter table audit_events_away rename to audit_events')
+  away = false
+  t.equal(res.status, 200, res.text)
+  t.equal(res.body.raw, 'refused', 'the bridge call threw inside the code')
+  t.equal(stub.seen.find((s) => s.url === '/seen')?.body.toString(), 'refused', 'and nothing it sent out holds the card number')
+  await app.services.audit.flush()
+  const rows = await auditRows(app)
+  t.notOk(rows.some((r) => r.action === 'reactor.token_read' && r.token_ids.includes(id)), 'no entry claims a read that never happened')
+  t.ok(rows.some((r) => r.action === 'reactor.invoke' && r.target_ids.includes(reactor.body.id) && r.token_ids.includes(argToken)), 'the invocation was recorded before the code ran')
 })

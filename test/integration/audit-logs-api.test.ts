@@ -123,6 +123,8 @@ t.test('NDJSON export: oldest first, every entry of the range, in chunks', async
   const res = await app.request('GET', `/logs/export?from=${start.toISOString()}`, { key })
   t.equal(res.status, 200)
   t.match(res.headers.get('content-type'), /application\/x-ndjson/)
+  t.equal(res.headers.get('transfer-encoding'), 'chunked', 'streamed as it is read, not buffered whole')
+  t.equal(res.headers.get('content-length'), null)
   const lines = res.text.trimEnd().split('\n').map((l) => JSON.parse(l) as { seq: number; tenant_id: string })
   const ownSeqs = lines.filter((l) => l.tenant_id === ownTenant).map((l) => l.seq)
   t.same(ownSeqs.slice(0, 1201), Array.from({ length: 1201 }, (_, i) => i + 1), 'all of them, oldest first')

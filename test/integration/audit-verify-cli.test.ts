@@ -1,10 +1,11 @@
 import { execFile } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { runAuditVerify } from '../../src/audit/verify-cli.js'
 import { testConfig } from '../../src/config/index.js'
 import { startTestApp, type TestApp } from '../helpers/app.js'
-import { auditEvent, defaultTenant, schemaUrl, tamper } from '../helpers/audit.js'
+import { auditEvent, auditRows, defaultTenant, schemaUrl, tamper } from '../helpers/audit.js'
 
 const run = promisify(execFile)
 
@@ -54,4 +55,46 @@ t.test('npm run audit-verify: exit 0 on an intact log, 1 naming the first broken
   const bad = await cli(first, ['--tenant', 'nope'])
   t.equal(bad.code, 2)
   t.match(bad.stderr, /--tenant must be a tenant id/)
+})
+
+t.test('tessera audit verify finds each of the four ways of breaking a chain, at its first broken link', async (t) => {
+  const first = await startTestApp(t, {}, { persistent: true })
+  const chains = { altered: randomUUID(), deleted: randomUUID(), reordered: randomUUID(), inserted: randomUUID(), intact: randomUUID() }
+  for (const tenant of Object.values(chains)) for (let i = 0; i < 6; i++) await first.services.audit.record([auditEvent(tenant)])
+  await first.close()
+
+  const second = await startTestApp(t, {}, { reuse: first })
+  const [copy] = await auditRows(second, chains.inserted)
+  await tamper(second, async (k) => {
+    await k('audit_events').where({ tenant_id: chains.altered, seq: 4 }).update({ status: 204 })
+    await k('audit_events').where({ tenant_id: chains.deleted, seq: 3 }).delete()
+    // Rows 3 and 4 trade places.
+    await k('audit_events').where({ tenant_id: chains.reordered, seq: 3 }).update({ seq: -3 })
+    await k('audit_events').where({ tenant_id: chains.reordered, seq: 4 }).update({ seq: 3 })
+    await k('audit_events').where({ tenant_id: chains.reordered, seq: -3 }).update({ seq: 4 })
+    // A forged entry at 4, the rest moved up one, the head moved along.
+    await k.raw('update audit_events set seq = seq + 1000 where tenant_id = ? and seq >= 4', [chains.inserted])
+    await k.raw('update audit_events set seq = seq - 999 where tenant_id = ? and seq >= 1000', [chains.inserted])
+    await k('audit_events').insert({ ...copy, seq: 4, id: randomUUID(), target_ids: JSON.stringify(copy!.target_ids), token_ids: '[]' })
+    await k('audit_chain_heads').where({ tenant_id: chains.inserted }).update({ seq: 7 })
+  })
+  await second.close()
+
+  const json = await cli(first, ['--json'])
+  t.equal(json.code, 1, 'exit 1: broken')
+  const report = JSON.parse(json.stdout) as { ok: boolean; tenants: { tenantId: string; ok: boolean; break?: { seq: number; reason: string } }[] }
+  const of = (tenant: string) => report.tenants.find((r) => r.tenantId === tenant)
+  t.match(of(chains.altered), { ok: false, break: { seq: 4, reason: 'altered' } })
+  t.match(of(chains.deleted), { ok: false, break: { seq: 3, reason: 'missing' } })
+  t.match(of(chains.reordered), { ok: false, break: { seq: 3, reason: 'altered' } })
+  t.match(of(chains.inserted), { ok: false, break: { seq: 4, reason: 'altered' } })
+  t.match(of(chains.intact), { ok: true, entries: 6 })
+
+  const text = await cli(first, [])
+  t.equal(text.code, 1)
+  for (const [way, seq, reason] of [['altered', 4, 'altered'], ['deleted', 3, 'missing'], ['reordered', 3, 'altered'], ['inserted', 4, 'altered']] as const) {
+    t.match(text.stdout, new RegExp(`BROKEN +tenant ${chains[way]} at seq ${seq}\\b.*: ${reason}`), `${way}: named with its first broken link`)
+  }
+  t.match(text.stdout, new RegExp(`ok +tenant ${chains.intact}: entries 1\\.\\.6`))
+  t.match(text.stdout, /AUDIT CHAIN BROKEN/)
 })

@@ -1,8 +1,10 @@
 import { execFile } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { cli, masterKey } from '../helpers/cli.js'
+import { closedPort } from '../helpers/stub-server.js'
 
 // The operator CLI without a database: help, usage errors, configuration. See cli-store.test.ts for the rest.
 
@@ -57,4 +59,19 @@ t.test('the installed entry point and the npm script alias', async (t) => {
   t.equal(pkg.scripts['rewrap-keys'], `${pkg.scripts.tessera} master-key rewrap`, 'npm run rewrap-keys is the CLI command')
   t.equal(pkg.scripts['audit-verify'], `${pkg.scripts.tessera} audit verify`)
   t.equal(pkg.scripts['audit-prune'], `${pkg.scripts.tessera} audit prune`)
+})
+
+t.test('a database that cannot be reached: one clear line on stderr and the documented exit code', async (t) => {
+  const run = promisify(execFile)
+  const port = await closedPort()
+  const env = { ...process.env, DATABASE_URL: `postgres://tessera:pw-${randomBytes(4).toString('hex')}@127.0.0.1:${port}/tessera`, SVC_KEY_HASH_SECRET: 'h'.repeat(40), SVC_MASTER_KEY: masterKey('k1'), SVC_DB_ACQUIRE_TIMEOUT_MS: '1000', SVC_LOG_LEVEL: 'silent' }
+  for (const [argv, code] of [[['tenant', 'create', 'acme'], 1], [['master-key', 'rewrap'], 1], [['migrate'], 1], [['audit', 'prune'], 1], [['audit', 'verify'], 2]] as const) {
+    const failed = await run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...argv], { env, timeout: 30_000 }).then(() => ({ code: 0, stdout: '', stderr: '' }), (err: { code: number; stdout: string; stderr: string }) => err)
+    t.equal(failed.code, code, `${argv.join(' ')}: exit ${code}`)
+    const lines = failed.stderr.trim().split('\n')
+    t.equal(lines.length, 1, `${argv.join(' ')}: one line (${JSON.stringify(failed.stderr)})`)
+    t.match(lines[0], /^tessera: /)
+    t.equal(failed.stdout, '', `${argv.join(' ')}: nothing on stdout (no driver warnings, no stack traces)`)
+    t.notMatch(failed.stderr, env.DATABASE_URL.split(':')[2]!.split('@')[0]!, 'never the password')
+  }
 })

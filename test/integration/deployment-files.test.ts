@@ -1,9 +1,11 @@
 import { execFile } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { promisify } from 'node:util'
 import { Copy, DockerfileParser, type Instruction } from 'dockerfile-ast'
 import t from 'tap'
 import { parse as parseYaml } from 'yaml'
+import { loadConfig } from '../../src/config/index.js'
 import { configSchema } from '../../src/config/schema.js'
 import { startTestApp } from '../helpers/app.js'
 
@@ -61,4 +63,13 @@ t.test('compose.yaml: Tessera on Postgres and Redis, waiting for both', async (t
   t.ok(compose.services.redis.healthcheck.test.includes('ping'))
   t.ok('pgdata' in compose.volumes)
   t.ok(readme.includes('docker compose up'), 'the README says how to start it')
+
+  // With the .env the README's printf line writes, compose's substitutions give a configuration Tessera accepts.
+  const dotenv: Record<string, string> = { POSTGRES_PASSWORD: randomBytes(16).toString('hex'), SVC_MASTER_KEY: `k1:${randomBytes(32).toString('base64')}`, SVC_KEY_HASH_SECRET: randomBytes(32).toString('hex') }
+  const substitute = (value: string) => value.replace(/\$\{(\w+)(?::([?-])([^}]*))?\}/g, (_all, name: string, kind?: string, rest?: string) => dotenv[name] ?? (kind === '-' ? (rest ?? '') : ''))
+  const environment = Object.fromEntries(Object.entries(tessera.environment as Record<string, string>).map(([name, value]) => [name, substitute(value)]))
+  const config = loadConfig(environment)
+  t.equal(config.databaseUrl, `postgres://tessera:${dotenv.POSTGRES_PASSWORD}@postgres:5432/tessera`)
+  t.same([config.bootstrapApiKey, config.operatorKey], [undefined, undefined], 'optional keys left empty are unset, not invalid')
+  for (const name of Object.keys(dotenv)) t.ok(readme.includes(`${name}=`), `the README's .env line sets ${name}`)
 })

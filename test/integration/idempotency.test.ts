@@ -144,6 +144,33 @@ t.test('idempotency keys', async (t) => {
     t.match(replay.body, { type: '/problems/idempotency-withheld', detail: /status 200/ })
   })
 
+  t.test('a Reactor\'s answer (user code, may hold plaintext) is never stored: a repeat is 409 naming its status', async (t) => {
+    const token = await app.request('POST', '/tokens', { key: writer, body: { type: 'card', data: card() } })
+    const user = await appKey(app, { type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:use'] }] })
+    const reactor = await app.request('POST', '/reactors', { body: { name: 'echo', code: 'module.exports = async (req) => ({ raw: req.args.n })' } })
+    const body = { args: { n: `{{ ${token.body.id} | json: '$.number' }}` } }
+    const first = await app.request('POST', `/reactors/${reactor.body.id}/react`, { key: user, body, headers: idem('react-e2e') })
+    t.same([first.status, first.body.raw], [200, VISA], 'the first answer reveals')
+    const again = await app.request('POST', `/reactors/${reactor.body.id}/react`, { key: user, body, headers: idem('react-e2e') })
+    t.equal(again.status, 409)
+    t.match(again.body, { type: '/problems/idempotency-withheld', detail: /status 200/ })
+    t.notMatch(again.text, VISA)
+    t.match(await storedRow(app, 'react-e2e'), { status: 200, body: null, withheld: true }, 'only the status is kept')
+  })
+
+  t.test('a /tokenize replay has the ids and no data', async (t) => {
+    const body = { full: { type: 'card', data: card() }, leaf: VISA }
+    const first = await app.request('POST', '/tokenize', { key: writer, body, headers: idem('tokenize-1') })
+    t.equal(first.status, 200)
+    t.same(first.body.full.data, card())
+    const again = await app.request('POST', '/tokenize', { key: writer, body, headers: idem('tokenize-1') })
+    t.same([again.status, again.headers.get('svc-idempotent-replayed')], [200, 'true'])
+    t.same([again.body.full.id, again.body.leaf], [first.body.full.id, first.body.leaf], 'the same tokens')
+    t.notOk('data' in again.body.full, 'no data')
+    t.notMatch(again.text, VISA)
+    t.notMatch(JSON.stringify(await storedRow(app, 'tokenize-1')), VISA, 'nor in the stored answer')
+  })
+
   t.test('expired keys can be reused and are pruned', async (t) => {
     await app.request('POST', '/tokens', { key: writer, body: { type: 'token', data: 'old' }, headers: idem('old-1') })
     await app.services.store.db.knex('idempotency_keys').where({ key: 'old-1' }).update({ expires_at: new Date(Date.now() - 1000) })

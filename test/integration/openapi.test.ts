@@ -91,3 +91,19 @@ t.test('GET /openapi.json', async (t) => {
     check('post', '/proxy', await app.request('POST', '/proxy', { key: null }))
   })
 })
+
+t.test('with SVC_METRICS=operator, GET /metrics is served and described too', async (t) => {
+  const operatorKey = 'operator-key-for-openapi-0123456789abcdef'
+  const app = await startTestApp(t, { SVC_METRICS: 'operator', SVC_OPERATOR_KEY: operatorKey })
+  const res = await app.request('GET', '/openapi.json', { key: null })
+  const doc = res.body as Doc
+  const documented = Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item).map((method) => `${method} ${path}`)).sort()
+  t.ok(registeredRoutes(app).includes('get /metrics'), 'the route is registered')
+  t.same(documented, registeredRoutes(app))
+  const result = await validate(structuredClone(res.body))
+  t.ok(result.valid, result.valid ? 'valid' : compileErrors(result))
+  const metrics = await app.request('GET', '/metrics', { key: operatorKey })
+  t.equal(metrics.status, 200)
+  t.ok(doc.paths['/metrics']!.get!.responses['200']!.content!['text/plain'], 'documented as text/plain')
+  t.match(metrics.headers.get('content-type'), /^text\/plain/)
+})

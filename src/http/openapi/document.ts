@@ -13,7 +13,7 @@ import { TokenResponse } from '../schemas/tokens.js'
 import { applicationOperations } from './operations-applications.js'
 import { logsOperations } from './operations-logs.js'
 import { codeOperations } from './operations-code.js'
-import { platformOperations } from './operations-platform.js'
+import { metricsOperation, platformOperations } from './operations-platform.js'
 import { tokenOperations } from './operations-tokens.js'
 import type { OperationDoc, ResponseDoc } from './operation.js'
 
@@ -92,7 +92,7 @@ function successResponse(r: ResponseDoc): Json {
   const headers: Json = { ...RATE_HEADERS }
   for (const [name, h] of Object.entries(r.headers ?? {})) headers[name] = { description: h.description, schema: schemaJson(h.schema) }
   const out: Json = { description: r.description, headers }
-  if (r.schema) out.content = { [r.schema.description === 'text/html' ? 'text/html' : 'application/json']: { schema: schemaJson(r.schema) } }
+  if (r.schema) out.content = { [r.contentType ?? (r.schema.description === 'text/html' ? 'text/html' : 'application/json')]: { schema: schemaJson(r.schema) } }
   return out
 }
 
@@ -131,10 +131,17 @@ function operation(o: OperationDoc): Json {
   return out
 }
 
-/** The OpenAPI 3.1 description of every route, built from the operations' schemas. */
-export function buildOpenApi(): Json {
+/** Routes that exist only in some configurations. */
+export interface ApiSurface {
+  /** `SVC_METRICS=operator`: `GET /metrics` on the API port. */
+  metrics: boolean
+}
+
+/** The OpenAPI 3.1 description of every route the app serves, built from the operations' schemas. */
+export function buildOpenApi(surface: ApiSurface = { metrics: false }): Json {
+  const served = surface.metrics ? [...operations, metricsOperation] : operations
   const paths: Record<string, Json> = {}
-  for (const o of operations) (paths[o.path] ??= {})[o.method] = operation(o)
+  for (const o of served) (paths[o.path] ??= {})[o.method] = operation(o)
   return {
     openapi: '3.1.0',
     info: {
@@ -145,7 +152,7 @@ export function buildOpenApi(): Json {
     },
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
     security: [{ ApiKey: [] }],
-    tags: [...new Set(operations.map((o) => o.tag))].map((name) => ({ name })),
+    tags: [...new Set(served.map((o) => o.tag))].map((name) => ({ name })),
     paths,
     components: {
       securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'SVC-API-KEY' } },

@@ -6,6 +6,8 @@ export interface ResponseDoc {
   description: string
   /** The answer's schema (JSON); none: no body. */
   schema?: TSchema
+  /** Default `application/json` (`text/html` for a schema described as such). */
+  contentType?: string
   headers?: Record<string, { description: string; schema: TSchema }>
 }
 

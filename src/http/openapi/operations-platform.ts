@@ -14,6 +14,16 @@ export const platformOperations = [
   ...[PROXY_PREFIX, `${PROXY_PREFIX}/{path}`].flatMap((path) => PROXY_METHODS.map((method) => proxyOperation(method.toLowerCase() as Method, path))),
 ]
 
+/** Only with `SVC_METRICS=operator` (`buildOpenApi({ metrics: true })`). */
+export const metricsOperation = op({
+  method: 'get',
+  path: '/metrics',
+  tag: 'Operations',
+  summary: 'Prometheus metrics',
+  description: 'The Prometheus text format (prom-client). `SVC-API-KEY` must hold the operator key (`SVC_OPERATOR_KEY`), not an Application key.',
+  responses: { 200: { description: 'Metrics of this process.', contentType: 'text/plain', schema: Type.String() } },
+})
+
 function proxyOperation(method: Method, path: string): OperationDoc {
   const nested = path !== PROXY_PREFIX
   return op({

@@ -4,7 +4,7 @@ import path from 'node:path'
 import { AppError } from '../../errors/index.js'
 import type { AppRouter } from '../context.js'
 import { INIT_JS, PAGE_HTML } from '../docs/page.js'
-import { buildOpenApi } from '../openapi/document.js'
+import { buildOpenApi, type ApiSurface } from '../openapi/document.js'
 
 const swaggerDir = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'))
 
@@ -20,7 +20,7 @@ const ASSETS: Record<string, { file?: string; text?: string; type: string }> = {
 const PAGE_POLICY = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
 
 /** `GET /openapi.json` and the `GET /docs` page rendering it; no key needed. Files are read once. */
-export function docsRoutes(router: AppRouter): void {
+export function docsRoutes(router: AppRouter, surface: ApiSurface): void {
   let document: string | undefined
   const files = new Map<string, Buffer>()
   const read = (file: string) => {
@@ -31,7 +31,7 @@ export function docsRoutes(router: AppRouter): void {
 
   router.get('/openapi.json', (ctx) => {
     ctx.type = 'application/json'
-    ctx.body = document ??= JSON.stringify(buildOpenApi())
+    ctx.body = document ??= JSON.stringify(buildOpenApi(surface))
   })
 
   router.get('/docs', (ctx) => {

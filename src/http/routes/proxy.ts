@@ -76,6 +76,7 @@ async function handlePreconfigured(ctx: AppContext, deps: ProxyRouteDeps, proxyK
     if (apiKey !== undefined) await deps.authenticator.authenticate(apiKey)
     throw unknownProxyKey(apiKey !== undefined)
   }
+  if (!found.proxy.require_auth) ctx.state.auditActor = { tenantId: found.proxy.tenant_id, kind: 'proxy', id: found.proxy.id }
   const caller = found.proxy.require_auth ? await deps.authenticator.authenticate(apiKey) : undefined
   const principal = preconfiguredProxyPrincipal(found.proxy, found.actor, caller, deps.clock())
   ctx.state.principal = principal

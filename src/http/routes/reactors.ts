@@ -4,7 +4,7 @@ import type { AuditEvent } from '../../audit/events.js'
 import { AppError } from '../../errors/index.js'
 import { isAnswerStatus, isHeaderName, isHeaderValue } from '../../shapes/http-parts.js'
 import type { ReactResult, ReactorAudit, ReactorsService } from '../../reactors/service.js'
-import { requestAudit } from '../audit-context.js'
+import { requestAudit, tokenEvent } from '../audit-context.js'
 import type { AppContext } from '../context.js'
 import type { AppRouter } from '../context.js'
 import { jsonBody } from '../middleware/json-body.js'
@@ -47,10 +47,12 @@ export function reactorRoutes(router: AppRouter, reactors: ReactorsService, audi
 }
 
 /**
- * `reactor.invoke` before the runtime gets the detokenized args, and `reactor.token_read` (its
- * `parentId` is the invocation's entry) before each bridge call that hands the code plaintext;
- * both fail-closed (args without tokens reveal nothing: their `reactor.invoke` is only noted).
- * Status 200 means "authorized, running": the answer is not known yet.
+ * `reactor.invoke` before the runtime gets the detokenized args, `reactor.token_read` before
+ * each bridge call that hands the code plaintext, and `token.create` for the tokens the code
+ * stores (`req.svc.tokenize`, a `{tokenize}` answer) before it or the caller sees them; all
+ * fail-closed, the later ones naming the invocation's entry as `parentId` (args without tokens
+ * reveal nothing: their `reactor.invoke` is only noted). Status 200 means "authorized,
+ * running": the answer is not known yet.
  */
 function reactorAudit(ctx: AppContext, recorder: AuditRecorder, reactorId: string): ReactorAudit {
   const id = randomUUID()
@@ -69,6 +71,7 @@ function reactorAudit(ctx: AppContext, recorder: AuditRecorder, reactorId: strin
       else recorder.note([invoke])
     },
     tokenRead: (tokenIds) => recorder.record([{ ...event('reactor.token_read', tokenIds), parentId: id }]),
+    tokensCreated: (tokenIds, views) => recorder.record([{ ...tokenEvent(ctx, 'token.create', tokenIds, 200, views), parentId: id }]),
   }
 }
 

@@ -3,6 +3,7 @@ import type { Principal } from '../../auth/principal.js'
 import type { Destination } from '../../egress/destination-url.js'
 import type { ForwardBody, ForwardResponse } from '../../egress/forward.js'
 import type { ResponseHeaders } from '../../egress/headers.js'
+import type { TokenView } from '../../vault/token-service.js'
 
 /** The caller's request as received. Never mutated: plugins write `outgoing` instead. */
 export interface IncomingParts {
@@ -51,6 +52,8 @@ export interface ExchangeAudit {
   forwarding(tokenIds: readonly string[]): Promise<void>
   /** Before a transform's bridge hands its code plaintext (`reactor.token_read`). */
   tokenRead(tokenIds: ReadonlySet<string>): Promise<void>
+  /** After a transform's `req.svc.tokenize` stored tokens, before the code gets them (`token.create`). */
+  tokensCreated(tokenIds: string[], views: TokenView[]): Promise<void>
 }
 
 /** `signal` is made on first use: an AbortSignal with a listener costs the hot path dearly. */
