@@ -49,7 +49,10 @@ t.test('SVC-PROXY-CONNECTION and SVC-PROXY-KEEP-ALIVE take only the documented v
 t.test('dot segments with path parameters are refused like other traversal', async (t) => {
   const app = await startProxyApp(t)
   const stub = await startStub(t)
-  for (const path of ['/proxy/..;/admin', '/proxy/api/..;/..;/admin', '/proxy/%2e%2e;/admin', '/proxy/..%3b/admin', '/proxy/%2E%2E%3Bx=1/admin', '/proxy/.;/admin']) {
+  const forms = ['/proxy/..;/admin', '/proxy/api/..;/..;/admin', '/proxy/%2e%2e;/admin', '/proxy/..%3b/admin', '/proxy/%2E%2E%3Bx=1/admin', '/proxy/.;/admin']
+  // Double encoding, NUL, overlong UTF-8 and look-alikes: servers that decode again or fold them resolve `..` too.
+  const encoded = ['/proxy/%252e%252e;/admin', '/proxy/%252e%252e/admin', '/proxy/..%00/admin', '/proxy/%c0%ae%c0%ae/admin', '/proxy/%u002e%u002e/admin', '/proxy/..%20/admin']
+  for (const path of [...forms, ...encoded]) {
     assertProxyError(t, await app.proxy(`${stub.origin}/base`, { path }), 400, path)
   }
   assertProxyError(t, await app.proxy(`${stub.origin}/base/..;/admin`), 400, 'in SVC-PROXY-URL')
