@@ -36,7 +36,8 @@ export interface TokenType {
 }
 
 export class FieldErrorList {
-  readonly fields: FieldErrors = {}
+  // No prototype: a field named after a caller's key (`constructor`) must not find Object.prototype's.
+  readonly fields: FieldErrors = Object.create(null) as FieldErrors
 
   add(field: string, message: string): void {
     ;(this.fields[field] ??= []).push(message)
