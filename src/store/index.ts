@@ -12,6 +12,7 @@ import { sessionsRepository } from './repositories/sessions.js'
 import { tokensRepository } from './repositories/tokens.js'
 import { tenantsRepository } from './repositories/tenants.js'
 import type { Config } from '../config/index.js'
+import { confirmedWrite } from './unavailable.js'
 
 export interface Store {
   db: Database
@@ -27,6 +28,11 @@ export interface Store {
   audit: ReturnType<typeof auditRepository>
   /** Runs `fn` in one transaction; repositories accept the transaction as their last argument. */
   transaction<T>(fn: (trx: Knex.Transaction) => Promise<T>): Promise<T>
+  /**
+   * Runs a write whose answer may be lost (unavailable.ts, `confirmedWrite`): if it may have
+   * committed, `landed` is asked (within the acquire bound) and a yes counts as success.
+   */
+  confirmed(write: () => Promise<unknown>, landed: () => Promise<boolean>): Promise<void>
 }
 
 export async function openStore(config: Config, options: OpenDatabaseOptions = {}): Promise<Store> {
@@ -44,6 +50,9 @@ export async function openStore(config: Config, options: OpenDatabaseOptions = {
     idempotency: idempotencyRepository(db.knex),
     audit: auditRepository(db.knex, db.kind),
     transaction: (fn) => db.knex.transaction(fn),
+    async confirmed(write, landed) {
+      await confirmedWrite(write, landed, config.database.acquireTimeoutMs)
+    },
   }
 }
 
