@@ -1,6 +1,8 @@
 /**
  * Added latency and CPU of the rate-limit middleware: the same no-op Koa route without the
- * limiter, with the in-process store and with the Redis store, in one process and one run.
+ * limiter, with the in-process store, with the Redis store (leases of the default 1%, here
+ * 100 requests, since the limit is set too high to ever block) and with Redis without leases
+ * (a round trip per request), in one process and one run.
  * Variants are interleaved round by round so drift (thermal, GC, other load) hits all of them.
  * Latency is timed per request around a keep-alive request at concurrency 1 (hrtime, ns).
  *
@@ -134,6 +136,10 @@ async function startVariants(redisUrl: string | undefined, notes: string[]): Pro
     const keyPrefix = `tessera:rl:bench:${randomUUID()}:`
     const limiter = createRateLimiter({ config: testConfig({ ...env, REDIS_URL: redisUrl }), logger, keyPrefix })
     variants.push(await startVariant('redis', limiter))
+    // Leases off (SVC_RATE_LIMIT_LEASE_PERCENT=0): a round trip per request, as every request
+    // of a small route limit (< 200) costs; reported beside the default.
+    const exact = createRateLimiter({ config: testConfig({ ...env, REDIS_URL: redisUrl, SVC_RATE_LIMIT_LEASE_PERCENT: '0' }), logger, keyPrefix: `${keyPrefix}exact:` })
+    variants.push(await startVariant('redis, no leases', exact))
   }
   return variants
 }

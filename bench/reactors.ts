@@ -7,9 +7,8 @@
  *                  no database, the cheapest authenticated route (the baseline for warm calls)
  *   warm invoke    POST /reactors/{id}/react of reactors/echo.js, small args, c=1 closed loop
  *                  (the next request leaves when the answer is in): p50, p99, req/s; the target is
- *                  judged on this. Also paced, one call every 5 ms (the no-op route likewise): the
- *                  runtime then has prepared the next call's fresh context before the call comes,
- *                  while back to back that work lands in the next call. And req/s at saturation
+ *                  judged on this. Also paced, one call every 5 ms (the no-op route likewise),
+ *                  for an idle machine between calls. And req/s at saturation
  *                  with one connection per echo Reactor, so every call stays within hot
  *                  concurrency 1 and is warm (the no-op route likewise): the saturation target
  *                  of issue 15 is judged on this, with CPU µs/req beside the ratio. Also one

@@ -107,10 +107,10 @@ export interface TesseraProcess {
 }
 
 /** Starts one Tessera on a free port and waits for `/readyz`. */
-export async function startTessera(backend: Backend, options: { core?: number; env?: Record<string, string> } = {}): Promise<TesseraProcess> {
+export async function startTessera(backend: Backend, options: { core?: number; env?: Record<string, string>; nodeArgs?: string[] } = {}): Promise<TesseraProcess> {
   await buildTessera()
   const port = await freePort()
-  const child = spawnNode([MAIN], { core: options.core ?? SUT_CORE, cwd: ROOT, env: { PATH: process.env.PATH, ...backend.env, ...options.env, PORT: String(port), HOST: '127.0.0.1' } })
+  const child = spawnNode([...(options.nodeArgs ?? []), MAIN], { core: options.core ?? SUT_CORE, cwd: ROOT, env: { PATH: process.env.PATH, ...backend.env, ...options.env, PORT: String(port), HOST: '127.0.0.1' } })
   const output = captureOutput(child)
   const url = `http://127.0.0.1:${port}`
   const deadline = Date.now() + 60_000

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino'
 import type { Config } from '../config/index.js'
-import type { AuditFilter, AuditPosition, AuditRow, ChainSealer, Store } from '../store/index.js'
+import type { AuditFilter, AuditPosition, AuditRow, ChainHead, ChainSealer, Store, UnsealedAuditRow } from '../store/index.js'
 import type { AuditKeyring } from './audit-keys.js'
 import { GENESIS_HASH, sealRows } from './chain.js'
 import type { AuditEvent } from './events.js'
@@ -39,7 +39,7 @@ export function createAuditLog(deps: { store: Store; keyring: AuditKeyring; conf
   const now = deps.now ?? (() => new Date())
   const repo = store.audit
 
-  // Runs with each tenant's head locked, inside the batch's transaction.
+  // Runs with each tenant's head locked, inside the batch's transaction (or on a known head, see `write`).
   const seal: ChainSealer = (head, rows) => {
     const sealed = sealRows(keyring.primary, head, rows)
     const moved = { ...head, seq: sealed.seq, hash: sealed.hash }
@@ -49,8 +49,27 @@ export function createAuditLog(deps: { store: Store; keyring: AuditKeyring; conf
       : { rows: sealed.rows, head: moved }
   }
 
+  // Each chain's head as this process last wrote or read it. With it, a batch of one tenant is
+  // sealed here and stored in one statement that checks the head has not moved (one round trip
+  // instead of a locking transaction); when it has (another process appended), when the head is
+  // not known yet or a checkpoint is due, the locking transaction does it and tells us the head.
+  const heads = new Map<string, ChainHead>()
+  const write = async (rows: UnsealedAuditRow[]): Promise<void> => {
+    const tenant = rows[0]!.tenant_id
+    const known = heads.get(tenant)
+    if (known && rows.every((r) => r.tenant_id === tenant)) {
+      const sealed = seal(known, rows)
+      if (!sealed.checkpoint) {
+        if (await repo.appendAfter(known, sealed.rows, sealed.head)) return void heads.set(tenant, sealed.head)
+      }
+    }
+    const moved: ChainHead[] = []
+    await repo.append(rows, { seal: (head, tenantRows) => { const sealed = seal(head, tenantRows); moved.push(sealed.head); return sealed }, genesisHash: GENESIS_HASH, timeoutMs: config.writeTimeoutMs })
+    for (const head of moved) heads.set(head.tenant_id, head)
+  }
+
   const writer = createAuditWriter({
-    write: (rows) => repo.append(rows, { seal, genesisHash: GENESIS_HASH, timeoutMs: config.writeTimeoutMs }),
+    write,
     logger,
     queueMaxEvents: config.queueMaxEvents,
     batchMaxEvents: config.batchMaxEvents,

@@ -29,9 +29,10 @@ export function sealRows(key: AuditKey, head: Pick<ChainHead, 'seq' | 'hash'>, r
   let { seq, hash } = head
   const sealed = rows.map((row) => {
     seq += 1
-    const unhashed = { ...row, seq, key_id: key.id }
-    hash = chainHash(key, hash, unhashed)
-    return { ...unhashed, hash }
+    // canonicalEntry names its fields, so the placeholder hash is not part of what is hashed.
+    const entry: AuditRow = { ...row, seq, key_id: key.id, hash: '' }
+    entry.hash = hash = chainHash(key, hash, entry)
+    return entry
   })
   return { rows: sealed, seq, hash }
 }

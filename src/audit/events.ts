@@ -18,6 +18,8 @@ export const auditActions = [
   'proxy.request',
   /** After the destination answered (or failed): destination status and duration. */
   'proxy.response',
+  /** A proxied call that detokenized nothing (it revealed no data): one entry when it ends, with what proxy.request and proxy.response carry. */
+  'proxy.call',
   /** Fail-closed, before the runtime gets the detokenized args. */
   'reactor.invoke',
   /** Fail-closed, before a bridge hands a running Reactor plaintext. */

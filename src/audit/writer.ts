@@ -40,19 +40,30 @@ interface Group {
   settle(err?: Error): void
 }
 
+/** The groups of one chain (tenant) and its one transaction in flight. */
+interface Lane {
+  queue: Group[]
+  writing: Promise<void> | undefined
+  lingering: NodeJS.Timeout | undefined
+}
+
 const NOTE_ATTEMPTS = 3
+/** Groups whose events span tenants (none today) are written on a lane of their own. */
+const MIXED = '*'
 
 export const auditUnavailable = (why: string) =>
   new AppError('unavailable', { detail: `The audit log cannot be written (${why}); nothing was revealed.` })
 
 /**
- * Group commit: events wait in one bounded queue; one transaction at a time takes everything
- * waiting (up to `batchMaxEvents`), so under load many requests share one insert and one commit
- * and an idle writer starts at once. `record` is the fail-closed path: it resolves only when the
- * events are committed and rejects with 503 `unavailable` when the queue is full, the write
- * failed or `timeoutMs` passed (events still waiting are then withdrawn; a batch already in a
+ * Group commit: events wait in one bounded queue, split into a lane per tenant (each tenant's
+ * entries form one chain, appended one batch at a time; different tenants' batches go in
+ * parallel). A lane runs one transaction at a time, taking everything waiting (up to
+ * `batchMaxEvents`), so under load many requests share one insert and one commit and an idle
+ * lane starts at once. `record` is the fail-closed path: it resolves only when the events are
+ * committed and rejects with 503 `unavailable` when the queue is full, the write failed or
+ * `timeoutMs` passed (events still waiting are then withdrawn; a batch already in a
  * transaction may yet commit, so an entry can exist for a request that answered 503). `note` is
- * the cheaper path for events that reveal nothing: the caller does not wait, an idle writer
+ * the cheaper path for events that reveal nothing: the caller does not wait, an idle lane
  * waits `noteLingerMs` for company; a failed write is retried twice, and what cannot be written
  * or queued is logged as dropped.
  */
@@ -60,10 +71,8 @@ export function createAuditWriter(options: AuditWriterOptions) {
   const now = options.now ?? (() => new Date())
   const retryDelayMs = options.retryDelayMs ?? 100
   const noteLingerMs = options.noteLingerMs ?? 20
-  let lingering: NodeJS.Timeout | undefined
-  let queue: Group[] = []
+  const lanes = new Map<string, Lane>()
   let queued = 0
-  let writing: Promise<void> | undefined
   let pausedUntil = 0
   let closing = false
   const stats = { written: 0, batches: 0, dropped: 0, failing: false }
@@ -73,34 +82,39 @@ export function createAuditWriter(options: AuditWriterOptions) {
     return events.map((e) => (validateAuditEvent(e), eventToRow(e, at)))
   }
 
-  // A recorded group starts a transaction at once; a noted one that finds the writer idle waits
+  function laneOf(group: Group): Lane {
+    const tenant = group.rows[0]!.tenant_id
+    const key = group.rows.every((r) => r.tenant_id === tenant) ? tenant : MIXED
+    let lane = lanes.get(key)
+    if (lane === undefined) lanes.set(key, (lane = { queue: [], writing: undefined, lingering: undefined }))
+    return lane
+  }
+
+  // A recorded group starts a transaction at once; a noted one that finds its lane idle waits
   // briefly, so a proxy call's proxy.response rides along with the next call's proxy.request
   // instead of costing a commit of its own.
-  function enqueue(group: Group): void {
-    queue.push(group)
+  function enqueue(group: Group, lane = laneOf(group)): void {
+    lane.queue.push(group)
     queued += group.rows.length
-    if (group.durable || writing) return schedule()
-    lingering ??= setTimeout(() => ((lingering = undefined), schedule()), noteLingerMs)
-    lingering.unref()
+    if (group.durable || lane.writing) return schedule(lane)
+    lane.lingering ??= setTimeout(() => ((lane.lingering = undefined), schedule(lane)), noteLingerMs)
+    lane.lingering.unref()
   }
 
-  function schedule(): void {
-    if (writing || queue.length === 0) return
+  function schedule(lane: Lane): void {
+    if (lane.writing || lane.queue.length === 0) return
     const wait = pausedUntil - Date.now()
-    if (wait > 0) {
-      writing = new Promise<void>((resolve) => setTimeout(resolve, wait)).finally(() => ((writing = undefined), schedule()))
-      return
-    }
-    writing = writeBatch().finally(() => ((writing = undefined), schedule()))
+    const step = wait > 0 ? new Promise<void>((resolve) => setTimeout(resolve, wait)) : writeBatch(lane)
+    lane.writing = step.finally(() => ((lane.writing = undefined), schedule(lane)))
   }
 
-  function take(): Group[] {
+  function take(lane: Lane): Group[] {
     const batch: Group[] = []
     let size = 0
-    while (queue.length > 0) {
-      const group = queue[0]!
+    while (lane.queue.length > 0) {
+      const group = lane.queue[0]!
       if (!group.cancelled && batch.length > 0 && size + group.rows.length > options.batchMaxEvents) break
-      queue.shift()
+      lane.queue.shift()
       queued -= group.rows.length
       if (group.cancelled) continue
       batch.push(group)
@@ -109,10 +123,10 @@ export function createAuditWriter(options: AuditWriterOptions) {
     return batch
   }
 
-  async function writeBatch(): Promise<void> {
-    const batch = take()
+  async function writeBatch(lane: Lane): Promise<void> {
+    const batch = take(lane)
     if (batch.length === 0) return
-    const rows = batch.flatMap((g) => g.rows)
+    const rows = batch.length === 1 ? batch[0]!.rows : batch.flatMap((g) => g.rows)
     try {
       await options.write(rows)
       stats.written += rows.length
@@ -123,18 +137,18 @@ export function createAuditWriter(options: AuditWriterOptions) {
       stats.failing = true
       pausedUntil = Date.now() + retryDelayMs
       options.logger.error({ err, events: rows.length }, 'audit write failed')
-      failed(batch)
+      failed(lane, batch)
     }
   }
 
-  function failed(batch: Group[]): void {
+  function failed(lane: Lane, batch: Group[]): void {
     const retry: Group[] = []
     for (const g of batch) {
       if (g.durable) g.settle(auditUnavailable('the write failed'))
       else if (++g.attempts < NOTE_ATTEMPTS && !admissible(g.rows.length, false)) retry.push(g)
       else drop(g.rows.length, 'the write failed')
     }
-    queue = [...retry, ...queue]
+    lane.queue = [...retry, ...lane.queue]
     queued += retry.reduce((n, g) => n + g.rows.length, 0)
   }
 
@@ -150,6 +164,8 @@ export function createAuditWriter(options: AuditWriterOptions) {
     if (queued + count > (durable ? options.queueMaxEvents : options.queueMaxEvents / 2)) return 'the queue is full'
     return undefined
   }
+
+  const busy = () => [...lanes.values()].flatMap((lane) => (lane.writing ? [lane.writing] : []))
 
   return {
     /** Resolves once `events` are committed; rejects with AppError('unavailable') otherwise. */
@@ -196,12 +212,14 @@ export function createAuditWriter(options: AuditWriterOptions) {
 
     /** Resolves when everything queued so far has been written or given up. */
     async flush(): Promise<void> {
-      if (lingering) {
-        clearTimeout(lingering)
-        lingering = undefined
-        schedule()
+      for (const lane of lanes.values()) {
+        if (lane.lingering) {
+          clearTimeout(lane.lingering)
+          lane.lingering = undefined
+          schedule(lane)
+        }
       }
-      while (writing) await writing
+      for (let waiting = busy(); waiting.length > 0; waiting = busy()) await Promise.all(waiting)
     },
 
     /** Refuses new events, writes what is queued (for at most `timeoutMs`), gives up the rest. */
@@ -210,13 +228,15 @@ export function createAuditWriter(options: AuditWriterOptions) {
       let timer: NodeJS.Timeout | undefined
       await Promise.race([this.flush(), new Promise<void>((resolve) => (timer = setTimeout(resolve, options.timeoutMs)))])
       clearTimeout(timer)
-      const rest = queue.filter((g) => !g.cancelled)
-      queue = []
-      queued = 0
-      for (const g of rest) {
-        if (g.durable) g.settle(auditUnavailable('shutting down'))
-        else drop(g.rows.length, 'shutting down')
+      for (const lane of lanes.values()) {
+        const rest = lane.queue.filter((g) => !g.cancelled)
+        lane.queue = []
+        for (const g of rest) {
+          if (g.durable) g.settle(auditUnavailable('shutting down'))
+          else drop(g.rows.length, 'shutting down')
+        }
       }
+      queued = 0
     },
 
     stats(): AuditWriterStats {

@@ -79,6 +79,8 @@ export interface Config {
     trustedProxies: string[]
     /** IPv6 clients are counted per network of this many bits (64: one bucket per /64). */
     ipv6PrefixLength: number
+    /** Share of a scope's limit a process leases from Redis at once (0: a round trip per request; see ratelimit/stores/leases.ts). */
+    leasePercent: number
     scopes: Record<RateScope, RateRule>
   }
 }
@@ -163,6 +165,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       redisCommandTimeoutMs: r.SVC_REDIS_COMMAND_TIMEOUT_MS,
       trustedProxies: listEntries(r.SVC_TRUSTED_PROXIES),
       ipv6PrefixLength: r.SVC_RATE_LIMIT_IPV6_PREFIX,
+      leasePercent: r.SVC_RATE_LIMIT_LEASE_PERCENT,
       scopes: mapScopes((scope) => parseRate(r[rateVariable(scope)])),
     },
   })

@@ -53,6 +53,7 @@ export const configSchema = Type.Object(
     // Comma-separated IP addresses and CIDR ranges; each entry is checked by loadConfig.
     SVC_TRUSTED_PROXIES: Type.String({ default: '' }),
     SVC_RATE_LIMIT_IPV6_PREFIX: positiveInt(1, 128, 64),
+    SVC_RATE_LIMIT_LEASE_PERCENT: positiveInt(0, 10, 1),
     SVC_EXPIRY_SWEEP_SECONDS: positiveInt(1, 86_400, 60),
     SVC_SHUTDOWN_GRACE_MS: positiveInt(0, 600_000, 10_000),
     SVC_DB_STATEMENT_TIMEOUT_MS: positiveInt(100, 600_000, 5_000),

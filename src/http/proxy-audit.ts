@@ -9,19 +9,24 @@ import { requestAudit } from './audit-context.js'
 import type { AppContext } from './context.js'
 
 /**
- * The two audit events of one proxied call. `proxy.request` is recorded (fail-closed) once the
- * pipeline has detokenized the request and before a byte of it is forwarded: status 200 there
- * means "authorized, forwarding"; if the write fails the call answers 503 and the destination
- * sees nothing. `proxy.response` (its `parentId` is the request's entry) is noted when the call
- * ends, forwarded or failed: the caller's status, the destination's status and the duration.
+ * The audit events of one proxied call. A call that detokenizes tokens into its request gets
+ * `proxy.request`, recorded (fail-closed) once the pipeline has detokenized the request and
+ * before a byte of it is forwarded: status 200 there means "authorized, forwarding"; if the
+ * write fails the call answers 503 and the destination sees nothing. `proxy.response` (its
+ * `parentId` is the request's entry) is noted when the call ends, forwarded or failed: the
+ * caller's status, the destination's status and the duration. A call that detokenized nothing
+ * revealed nothing: it gets one `proxy.call` entry, noted when it ends, with both halves' fields.
  * A call the pipeline answered itself (a transform's own answer, a bad expression) forwarded
  * nothing and gets no `proxy.*` entry; refusals are `auth.*` entries. A transform's bridge call
- * that reads tokens is a `reactor.token_read` entry (target: the proxy), recorded before the code
- * gets the plaintext.
+ * that reads tokens is a `reactor.token_read` entry (target: the proxy, parent: this call's
+ * entry), recorded before the code gets the plaintext.
  */
 export class ProxyCallAudit implements ExchangeAudit {
   private readonly id = randomUUID()
   private started: number | undefined
+  /** A `proxy.request` entry was recorded: the call's end is its `proxy.response`. */
+  private requested = false
+  private bridgeReads = false
   private readonly base: Omit<AuditEvent, 'action' | 'outcome' | 'status'>
 
   constructor(
@@ -39,12 +44,16 @@ export class ProxyCallAudit implements ExchangeAudit {
   }
 
   async forwarding(tokenIds: readonly string[]): Promise<void> {
-    await this.recorder.record([{ ...this.base, id: this.id, action: 'proxy.request', outcome: 'success', status: 200, tokenIds }])
+    if (tokenIds.length > 0 || this.bridgeReads) {
+      await this.recorder.record([{ ...this.base, id: this.id, action: 'proxy.request', outcome: 'success', status: 200, tokenIds }])
+      this.requested = true
+    }
     this.started = performance.now()
   }
 
   /** A transform's bridge is about to hand its code plaintext: `reactor.token_read`, fail-closed. */
   readonly tokenRead = async (tokenIds: ReadonlySet<string>): Promise<void> => {
+    this.bridgeReads = true
     await this.recorder.record([{ ...this.base, action: 'reactor.token_read', parentId: this.id, outcome: 'success', status: 200, tokenIds: [...tokenIds] }])
   }
 
@@ -52,12 +61,12 @@ export class ProxyCallAudit implements ExchangeAudit {
   ended(status: number, destinationStatus: number | undefined): void {
     if (this.started === undefined) return
     const destination = this.base.destination && { ...this.base.destination, ...(destinationStatus === undefined ? {} : { status: destinationStatus }) }
+    const end = this.requested ? { action: 'proxy.response' as const, parentId: this.id } : { action: 'proxy.call' as const, id: this.id, tokenIds: [] }
     this.recorder.note([
       {
         ...this.base,
         ...(destination ? { destination } : {}),
-        action: 'proxy.response',
-        parentId: this.id,
+        ...end,
         outcome: outcomeOf(status),
         status,
         durationMs: Math.round(performance.now() - this.started),

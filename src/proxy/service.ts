@@ -5,7 +5,7 @@ import type { DestinationPolicy } from '../egress/destination-policy.js'
 import { buildDestination, type Destination } from '../egress/destination-url.js'
 import type { ForwardBody, Forwarder } from '../egress/forward.js'
 import type { ResponseHeaders } from '../egress/headers.js'
-import { discardBody } from '../egress/body.js'
+import { bufferSmallBody, discardBody } from '../egress/body.js'
 import type { Caller, Exchange, ExchangeAudit, Pipeline } from './pipeline/index.js'
 
 export type { Caller }
@@ -96,7 +96,7 @@ export function createProxyService(deps: { forwarder: Forwarder; pipeline: Pipel
         discardBody(response.body)
         throw answeredFailure(err, response.status)
       }
-      if (late === undefined) return { status: response.status, headers: response.headers, body: response.body, destinationStatus: response.status }
+      if (late === undefined) return { status: response.status, headers: response.headers, body: await bufferSmallBody(response.body, response.headers), destinationStatus: response.status }
       if (late.body !== response.body) discardBody(response.body)
       return { ...late, destinationStatus: response.status }
     },

@@ -1,6 +1,7 @@
 import { mapScopes, type Config, type RateScope } from '../config/index.js'
 import { compileScopeHits, selectRouteScope } from './scopes.js'
 import { FallbackStore } from './stores/fallback.js'
+import { LeaseStore } from './stores/leases.js'
 import { MemoryStore } from './stores/memory.js'
 import { RedisStore } from './stores/redis.js'
 import type { RateLimitLogger, RateLimitStore, ScopeHit } from './types.js'
@@ -45,7 +46,7 @@ export interface CreateRateLimiterOptions {
 const ALLOWED: RateLimitDecision = Object.freeze({ allowed: true })
 const toSeconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000))
 
-/** Redis windows (with an in-process fallback) when `config.redisUrl` is set, otherwise in process. */
+/** Redis windows, leased a few units at a time (stores/leases.ts), with an in-process fallback when `config.redisUrl` is set; otherwise in process. */
 export function createRateLimiter(options: CreateRateLimiterOptions): RateLimiter {
   const { config, logger, now } = options
   if (!config.rateLimit.enabled) return disabledLimiter()
@@ -59,7 +60,7 @@ export function createRateLimiter(options: CreateRateLimiterOptions): RateLimite
       commandTimeoutMs: config.rateLimit.redisCommandTimeoutMs,
       keyPrefix: options.keyPrefix ?? config.rateLimit.keyPrefix,
     })
-    fallback = new FallbackStore(redis, memory, logger, { probeIntervalMs: options.probeIntervalMs, now })
+    fallback = new FallbackStore(new LeaseStore(redis, { now, percent: config.rateLimit.leasePercent }), memory, logger, { probeIntervalMs: options.probeIntervalMs, now })
     store = fallback
   }
   const scopeLists = compileScopeLists(config.rateLimit)

@@ -124,6 +124,18 @@ t.test('ephemeral proxy: proxy.request before forwarding, proxy.response after',
   noSecret(t, [request!, response!])
 })
 
+t.test('a proxy call that detokenizes nothing: one proxy.call entry when it ends', async (t) => {
+  const since = await headSeq()
+  const res = await app.proxy(stub.origin, { method: 'POST', path: '/proxy/plain', body: '{"amount":42}', headers: ['Content-Type', 'application/json'] })
+  t.equal(res.status, 200)
+  await app.services.audit.flush()
+  t.same(await entries('proxy.request', since), [], 'no request entry: nothing was revealed')
+  t.same(await entries('proxy.response', since), [])
+  const [call] = await entries('proxy.call', since)
+  t.match(call, { request_route: '/proxy', token_ids: [], destination_origin: stub.origin, destination_method: 'POST', destination_status: 200, status: 200, outcome: 'success', parent_id: null })
+  t.type(call!.duration_ms, 'number')
+})
+
 t.test('pre-configured proxy with a request transform that reads a token through its bridge', async (t) => {
   const id = await newCard()
   const actor = await app.request('POST', '/applications', { body: { name: 'proxy actor', type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:use'] }] } })

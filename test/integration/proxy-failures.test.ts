@@ -99,6 +99,14 @@ t.test('ephemeral proxy: failures are proxy_error without a destination status',
     }
   })
 
+  t.test('a small answer (read whole before relaying) cut mid-body: 502 proxy_error, never a clean short one', async (t) => {
+    const port = await startRawStub(t, (socket) =>
+      socket.once('data', () => socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1000\r\n\r\npartial', () => setImmediate(() => socket.resetAndDestroy()))),
+    )
+    const res = await rawRequest(app.url, { path: '/proxy', headers: ['SVC-API-KEY', app.useKey, 'SVC-PROXY-URL', `http://127.0.0.1:${port}`] })
+    assertProxyError(t, res, 502)
+  })
+
   t.test('destination stalls mid-body: the caller sees an aborted response', async (t) => {
     const dest = await startStub(t, (_req, res) => {
       res.writeHead(200, { 'Content-Type': 'text/plain' })

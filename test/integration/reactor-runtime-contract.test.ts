@@ -28,15 +28,36 @@ t.test('error classes map to statuses; other throws carry their message', async 
   t.match(await rt.fail(code, { throw: 'subclass' }), { code: 'bad_request', detail: 'subclass still counts' })
   t.same(await rt.run(code, { throw: 'custom' }), { kind: 'response', status: 418, headers: { 'x-teapot': 'yes' }, body: { short: 'and stout' } })
   t.match(await rt.fail(code, { throw: 'custom_bad_status' }), { code: 'reactor_error', detail: /status between 200 and 599/ })
-  const shadowed = 'globalThis.BadRequestError = class extends Error {}; module.exports = async () => { throw new BadRequestError("fake") }'
-  t.match(await rt.fail(shadowed), { code: 'reactor_error', detail: 'fake' }, 'replacing the global class does not forge a status')
+  const lookalike = 'class BadRequestError extends Error {}; module.exports = async () => { throw new BadRequestError("fake") }'
+  t.match(await rt.fail(lookalike), { code: 'reactor_error', detail: 'fake' }, 'a class of the same name does not forge a status')
+  const replaced = '"use strict"; module.exports = async () => { globalThis.BadRequestError = class extends Error {} }'
+  t.match(await rt.fail(replaced), { code: 'reactor_error', detail: /threw a TypeError/ }, 'the global class cannot be replaced')
 })
 
-t.test('each call gets a fresh context: globals and prototype changes do not leak', async (t) => {
+t.test('calls share a warm context but nothing written: frozen globals and built-ins, a fresh module each call', async (t) => {
   const rt = await startRuntime(t)
   const code = fixture('global-state.js')
-  for (let i = 0; i < 3; i++) t.same(await rt.run(code), { kind: 'ok', value: { seen: null, polluted: true } })
+  for (let i = 0; i < 3; i++) t.same(await rt.run(code), { kind: 'ok', value: { seen: null, polluted: false, calls: 1 } })
   t.same(rt.sup.stats(), { coldStarts: 1, warmStarts: 2, restarts: 0 }, 'the same warm isolate served the later calls')
+})
+
+t.test('the realm is hardened: everything reachable is frozen, overrides of inherited built-ins still work, no RegExp statics', async (t) => {
+  const rt = await startRuntime(t)
+  const code = fixture('realm-probes.js')
+  const first = await rt.run(code, { match: 'card 4242424242424242' })
+  t.match(first, {
+    kind: 'ok',
+    value: {
+      unfrozen: [],
+      writeBuiltin: 'TypeError',
+      newGlobal: 'TypeError',
+      replaceFetch: 'TypeError',
+      overrides: ['PaymentError', 'custom', 'mine', '[object Array]'],
+      regexpStatics: ['undefined', 'undefined', 'undefined'],
+    },
+  })
+  t.ok((first as { value: { checked: number } }).value.checked > 500, 'the walk reached the built-ins')
+  t.match(await rt.run(code), { kind: 'ok', value: { regexpStatics: ['undefined', 'undefined', 'undefined'] } }, 'a later call finds no last match')
 })
 
 t.test('bridges: tokenize, detokenize and fetch round-trip copies through the parent', async (t) => {

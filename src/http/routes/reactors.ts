@@ -64,7 +64,8 @@ export function reactorRoutes(router: AppRouter, reactors: ReactorsService, audi
 /**
  * `reactor.invoke` before the runtime gets the detokenized args, and `reactor.token_read` (its
  * `parentId` is the invocation's entry) before each bridge call that hands the code plaintext;
- * both fail-closed. Status 200 means "authorized, running": the answer is not known yet.
+ * both fail-closed (args without tokens reveal nothing: their `reactor.invoke` is only noted).
+ * Status 200 means "authorized, running": the answer is not known yet.
  */
 function reactorAudit(ctx: AppContext, recorder: AuditRecorder, reactorId: string): ReactorAudit {
   const id = randomUUID()
@@ -77,7 +78,11 @@ function reactorAudit(ctx: AppContext, recorder: AuditRecorder, reactorId: strin
     status: 200,
   })
   return {
-    invoking: (tokenIds) => recorder.record([{ ...event('reactor.invoke', tokenIds), id }]),
+    invoking: async (tokenIds) => {
+      const invoke = { ...event('reactor.invoke', tokenIds), id }
+      if (tokenIds.size > 0) await recorder.record([invoke])
+      else recorder.note([invoke])
+    },
     tokenRead: (tokenIds) => recorder.record([{ ...event('reactor.token_read', tokenIds), parentId: id }]),
   }
 }

@@ -3,36 +3,47 @@ import type { Decision, RateLimitStore, ScopeHit, ScopeUsage } from '../types.js
 import { decide } from '../window.js'
 
 /**
- * window.ts#applyHit on Redis, for all scopes of a request in one round trip. Expiry uses
- * PEXPIRE / SET PX, i.e. Redis's clock, so the clocks of several Tessera processes don't matter.
- * KEYS: per scope its counter then its block key. ARGV: per scope limit, windowMs, blockMs.
- * Returns per scope three numbers: the milliseconds it stays blocked (0: allowed), the count in
- * its window and the milliseconds left of that window (for the RateLimit-* headers).
+ * window.ts#applyHit on Redis, for the scopes of a request in one round trip, taking a lease of
+ * up to `want` requests of each scope's budget at once (see leases.ts; `want` 1 is one request).
+ * A lease is never more than the window has left, so the units granted in a window never
+ * exceed its limit; the request that finds nothing left overflows and blocks, as in applyHit.
+ * Expiry uses PEXPIRE / SET PX, i.e. Redis's clock, so the clocks of several Tessera processes
+ * don't matter.
+ * KEYS: per scope its counter then its block key. ARGV: per scope limit, windowMs, blockMs, want.
+ * Returns per scope four numbers: the milliseconds it stays blocked (0: allowed), the count in
+ * its window, the milliseconds left of that window, and the units granted (0 when blocked).
  */
 const HIT_SCRIPT = `
 local out = {}
 for i = 1, #KEYS / 2 do
   local counter, block = KEYS[2 * i - 1], KEYS[2 * i]
-  local limit, windowMs, blockMs = tonumber(ARGV[3 * i - 2]), ARGV[3 * i - 1], ARGV[3 * i]
+  local limit, windowMs, blockMs, want = tonumber(ARGV[4 * i - 3]), ARGV[4 * i - 2], ARGV[4 * i - 1], tonumber(ARGV[4 * i])
   local blocked = redis.call('PTTL', block)
-  local b, count, left = 0, 0, 0
+  local b, count, left, granted = 0, 0, 0, 0
   if blocked > 0 then
     b, left = blocked, blocked
   else
-    count = redis.call('INCR', counter)
-    if count == 1 then redis.call('PEXPIRE', counter, windowMs) end
+    local grant = math.max(1, math.min(want, limit - tonumber(redis.call('GET', counter) or '0')))
+    count = redis.call('INCRBY', counter, grant)
+    if count == grant then redis.call('PEXPIRE', counter, windowMs) end
     if count > limit then
       redis.call('DEL', counter)
       redis.call('SET', block, '1', 'PX', blockMs)
       b, count, left = tonumber(blockMs), 0, tonumber(blockMs)
     else
+      granted = grant
       left = redis.call('PTTL', counter)
     end
   end
-  out[3 * i - 2], out[3 * i - 1], out[3 * i] = b, count, left
+  out[4 * i - 3], out[4 * i - 2], out[4 * i - 1], out[4 * i] = b, count, left, granted
 end
 return out
 `
+
+/** One scope's answer from Redis: its usage after the hit and the units of budget granted. */
+export interface ScopeGrant extends ScopeUsage {
+  granted: number
+}
 
 interface HitCommand {
   tesseraRateHit(numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>
@@ -77,18 +88,23 @@ export class RedisStore implements RateLimitStore {
   }
 
   async hit(ip: string, scopes: readonly ScopeHit[]): Promise<Decision> {
+    return decide(scopes, await this.take(ip, scopes, []))
+  }
+
+  /** Counts one request of `ip` in `scopes`, taking up to `wants[i]` units of scope i's budget (default 1). */
+  async take(ip: string, scopes: readonly ScopeHit[], wants: readonly number[]): Promise<ScopeGrant[]> {
     // Right after start the connection is still opening; wait for it (bounded) rather than
     // report an outage for the first requests.
     if (!this.everReady) await this.waitReady()
     const base = `${this.keyPrefix}{${ip}}:`
     const keys: string[] = []
     const args: number[] = []
-    for (const rule of scopes) {
+    for (const [i, rule] of scopes.entries()) {
       keys.push(`${base}${rule.scope}:n`, `${base}${rule.scope}:b`)
-      args.push(rule.limit, rule.windowMs, rule.blockMs)
+      args.push(rule.limit, rule.windowMs, rule.blockMs, wants[i] ?? 1)
     }
     const reply = await this.client.tesseraRateHit(keys.length, ...keys, ...args)
-    return decide(scopes, parseReply(reply, scopes.length))
+    return parseReply(reply, scopes.length)
   }
 
   async close(): Promise<void> {
@@ -120,10 +136,10 @@ export class RedisStore implements RateLimitStore {
   }
 }
 
-function parseReply(reply: unknown, scopes: number): ScopeUsage[] {
-  if (!Array.isArray(reply) || reply.length !== scopes * 3 || !reply.every((n) => typeof n === 'number')) {
+function parseReply(reply: unknown, scopes: number): ScopeGrant[] {
+  if (!Array.isArray(reply) || reply.length !== scopes * 4 || !reply.every((n) => typeof n === 'number')) {
     throw new Error(`Unexpected rate-limit script reply: ${JSON.stringify(reply)}`)
   }
-  const numbers = reply as number[]
-  return Array.from({ length: scopes }, (_, i) => ({ blockedMs: numbers[3 * i]!, count: numbers[3 * i + 1]!, resetMs: Math.max(0, numbers[3 * i + 2]!) }))
+  const n = reply as number[]
+  return Array.from({ length: scopes }, (_, i) => ({ blockedMs: n[4 * i]!, count: n[4 * i + 1]!, resetMs: Math.max(0, n[4 * i + 2]!), granted: n[4 * i + 3]! }))
 }

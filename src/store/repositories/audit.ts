@@ -70,6 +70,33 @@ export interface AuditPosition {
   seq: number
 }
 
+/**
+ * See `appendAfter`: the head moves only if it is where the writer sealed from, and the rows go
+ * in only if it moved. The rows travel as one JSON array (one parameter, serialized natively;
+ * Postgres's own parser takes it apart), in the column order of APPEND_COLUMNS.
+ */
+const APPEND_COLUMNS = [
+  ['tenant_id', 'uuid'], ['seq', 'bigint'], ['id', 'uuid'], ['occurred_at', 'timestamptz'], ['actor_kind', 'text'], ['actor_id', 'uuid'],
+  ['action', 'text'], ['target_type', 'text'], ['target_ids', 'jsonb'], ['token_ids', 'jsonb'], ['outcome', 'text'], ['status', 'smallint'],
+  ['transform', 'text'], ['permission', 'text'], ['trace_id', 'text'], ['client_ip', 'text'], ['request_method', 'text'], ['request_route', 'text'],
+  ['destination_origin', 'text'], ['destination_method', 'text'], ['destination_status', 'smallint'], ['duration_ms', 'integer'], ['parent_id', 'uuid'],
+  ['key_id', 'text'], ['hash', 'text'],
+] as const satisfies readonly (readonly [keyof AuditRow, string])[]
+
+const APPEND_AFTER_SQL = `
+with head as (
+  update audit_chain_heads set seq = ?, hash = ?
+  where tenant_id = ? and seq = ? and hash = ?
+  returning tenant_id
+), inserted as (
+  insert into audit_events (${APPEND_COLUMNS.map(([name]) => name).join(', ')})
+  select ${APPEND_COLUMNS.map(([, type], i) => (type === 'jsonb' ? `r->${i}` : `(r->>${i})::${type}`)).join(', ')}
+  from jsonb_array_elements(?::jsonb) as r
+  where exists (select 1 from head)
+  returning 1
+)
+select count(*)::int as n from inserted`
+
 const INSERT_CHUNK = 1000
 const PRUNE_CHUNK = 10_000
 
@@ -108,6 +135,19 @@ export function auditRepository(knex: Knex, kind: DatabaseKind) {
         const checkpoints = sealed.flatMap((s) => (s.checkpoint ? [s.checkpoint] : []))
         if (checkpoints.length) await trx('audit_checkpoints').insert(checkpoints)
       })
+    },
+
+    /**
+     * One tenant's already sealed `rows` in one statement (one round trip, its own commit), but
+     * only if the chain head is still `expected`: the head moves to `next` and the rows go in
+     * together, or nothing happens and it answers false (another process appended meanwhile, or
+     * the head was never stored). A concurrent append to the same chain waits on the head's row
+     * lock and then finds it moved, so two writers never fork a chain.
+     */
+    async appendAfter(expected: Pick<ChainHead, 'tenant_id' | 'seq' | 'hash'>, rows: readonly AuditRow[], next: Pick<ChainHead, 'seq' | 'hash'>): Promise<boolean> {
+      const json = JSON.stringify(rows.map((r) => APPEND_COLUMNS.map(([name]) => (name === 'occurred_at' ? r.occurred_at.toISOString() : r[name]))))
+      const result = await knex.raw<{ rows: { n: number }[] }>(APPEND_AFTER_SQL, [next.seq, next.hash, expected.tenant_id, expected.seq, expected.hash, json])
+      return rows.length > 0 && toNumber(result.rows[0]?.n ?? 0) === rows.length
     },
 
     /** Entries of one tenant matching `filter`, newest first (`desc`) or oldest first, after `after`. */

@@ -2,7 +2,7 @@ import type ivm from 'isolated-vm'
 import { decodeRun } from './decode-run.js'
 import { dispose, type IsolateSlot } from './isolate-cache.js'
 import type { WireOutcome } from '../shared/protocol.js'
-import { discardContext, type BridgeLink, type SandboxContext } from './sandbox-context.js'
+import type { BridgeLink, SandboxContext } from './sandbox-context.js'
 
 export interface RunLimits {
   timeoutMs: number
@@ -11,20 +11,12 @@ export interface RunLimits {
 }
 
 /**
- * Runs one call in a FRESH context of `slot.isolate` (from `takeContext`, see
- * IsolateCache.takeContext) and settles within `ms` at the latest.
- * isolated-vm's own `timeout` only bounds synchronous execution, not time spent awaiting
- * promises, so the deadline is a host timer that disposes the whole isolate: that stops a
- * `while(true){}`, an await loop and a never-settling promise alike.
+ * Runs one call in the context of `slot` (see sandbox-context.ts) and settles within `ms` at
+ * the latest. isolated-vm's own `timeout` only bounds synchronous execution, not time spent
+ * awaiting promises, so the deadline is a host timer that disposes the whole isolate: that
+ * stops a `while(true){}`, an await loop and a never-settling promise alike.
  */
-export async function runInvocation(
-  slot: IsolateSlot,
-  takeContext: () => SandboxContext,
-  input: string,
-  ms: number,
-  link: BridgeLink,
-  limits: RunLimits,
-): Promise<WireOutcome> {
+export async function runInvocation(slot: IsolateSlot, input: string, ms: number, link: BridgeLink, limits: RunLimits): Promise<WireOutcome> {
   if (ms <= 0) {
     link.close()
     return timeout(limits)
@@ -34,9 +26,8 @@ export async function runInvocation(
     timedOut = true
     dispose(slot.isolate)
   }, ms)
-  let sandbox: SandboxContext | undefined
+  const sandbox = slot.context
   try {
-    sandbox = takeContext()
     sandbox.relay.connect(link)
     const result = await callRun(slot, sandbox, input, limits)
     return decodeRun(result, limits.payloadMaxBytes)
@@ -45,14 +36,13 @@ export async function runInvocation(
     return hostFailure(err, slot.isolate, limits)
   } finally {
     clearTimeout(timer)
-    link.close()
-    if (sandbox !== undefined) discardContext(sandbox, slot.isolate)
+    sandbox.relay.disconnect()
   }
 }
 
 async function callRun(slot: IsolateSlot, sandbox: SandboxContext, input: string, limits: RunLimits): Promise<unknown> {
   // Code that may escape the wrapper could run something while the module is evaluated:
-  // then it is evaluated only now, asynchronously, under the deadline.
+  // then it is evaluated only now, asynchronously, under the deadline of the first call.
   if (!sandbox.evaluated) {
     await slot.module.run(sandbox.context)
     sandbox.evaluated = true

@@ -3,25 +3,16 @@ import { discardContext, prepareContext, type SandboxContext } from './sandbox-c
 import { discardBlank, IsolateFactory } from './isolate-factory.js'
 import { MODULE_FILENAME, MODULE_LINE_OFFSET, wrapModule } from './sandbox-source.js'
 
-/** One isolate with the prelude and one Reactor's code compiled (not yet run: contexts are per call). */
+/** One isolate with the prelude and one Reactor's code compiled, and the one context its calls run in. */
 export interface IsolateSlot {
   readonly id: number
   readonly isolate: ivm.Isolate
-  readonly prelude: ivm.Script
   readonly module: ivm.Script
-  /** The code cannot escape its wrapper, so evaluating `module` runs none of it (see createSlot). */
-  readonly contained: boolean
+  readonly context: SandboxContext
   /** Kept after the call (the API process's ledger said so), unless it outgrew its heap or died. */
   keep: boolean
   busy: boolean
-  /** The next call's context, prepared while idle (undefined: not yet, or preparing it failed). */
-  spare: SandboxContext | undefined
-  /** Cancels the spare's scheduled preparation, between a call's end and its start (see release). */
-  cancelSpare: (() => void) | undefined
-  /** When the last call ended (performance.now()), and how long the slot was idle before the last call. */
-  releasedAt: number
-  idleGapMs: number
-  /** Contexts created since the last heap check (see freshContext). */
+  /** Calls since the last heap check (see release). */
   sinceHeapCheck: number
 }
 
@@ -38,21 +29,17 @@ export interface CacheLimits {
 }
 
 /**
- * Contexts released from an isolate are not all reclaimed by V8 (measured: ~130 KB stays per
- * context whose code created closures), so a warm isolate is recycled once its heap passes this
- * share of the limit instead of letting it die mid-call of "memory limit".
+ * Garbage of earlier calls, and what closures they left running hold, stays in the isolate's
+ * heap: a warm isolate is recycled once its heap passes this share of the limit instead of
+ * letting it die mid-call of "memory limit".
  */
 const RECYCLE_HEAP_FRACTION = 0.5
 /**
- * The heap statistics walk every native context of the isolate; an isolate well under the
- * threshold (below half of it) is checked only every few contexts: a few contexts add a few
- * hundred KB, far from the limit, while each check cost about 15 µs per call.
+ * The heap statistics walk the isolate's heap: an isolate well under the threshold (below half
+ * of it) is checked only every few calls; a few calls add little, while each check cost about
+ * 15 µs.
  */
 const HEAP_CHECK_EVERY = 8
-/** How long after a call a warm isolate starts preparing the next call's context (see release). */
-const SPARE_DELAY_MS = 1
-/** Calls that follow each other closer than this count as back to back (see release). */
-const BACK_TO_BACK_MS = 2
 /** Versions whose `contained` verdict is remembered (a boolean each), beyond which the oldest go. */
 const CONTAINED_MEMORY = 1024
 
@@ -80,7 +67,6 @@ export class IsolateCache {
     const existing = this.slots.get(id)
     if (existing !== undefined) {
       existing.busy = true
-      existing.idleGapMs = performance.now() - existing.releasedAt
       return existing
     }
     if (fresh === undefined) return undefined
@@ -96,33 +82,8 @@ export class IsolateCache {
       this.dispose(slot)
       return false
     }
-    slot.releasedAt = performance.now()
-    // The next call's context is prepared while idle, so that a warm call only runs the Reactor.
-    // When calls come back to back it is needed at once. Otherwise it waits a moment: the answer
-    // of the call that just ended still has to get out to the API process, and creating a
-    // context (about 0.3 ms of CPU) on the same core would hold it up. A call that comes before
-    // the spare is ready creates its own (see takeContext).
-    const start = () => {
-      slot.cancelSpare = undefined
-      if (!slot.busy && !slot.isolate.isDisposed && slot.spare === undefined) slot.spare = this.prepareSpare(slot)
-    }
-    if (slot.idleGapMs < BACK_TO_BACK_MS) {
-      const immediate = setImmediate(start)
-      slot.cancelSpare = () => clearImmediate(immediate)
-    } else {
-      const timer = setTimeout(start, SPARE_DELAY_MS).unref()
-      slot.cancelSpare = () => clearTimeout(timer)
-    }
+    if (++slot.sinceHeapCheck >= HEAP_CHECK_EVERY) this.checkHeap(slot)
     return true
-  }
-
-  /** The context for the call that holds `slot`: the spare prepared while idle, or a new one. No call has used either. */
-  takeContext(slot: IsolateSlot): SandboxContext {
-    slot.cancelSpare?.()
-    slot.cancelSpare = undefined
-    const spare = slot.spare
-    slot.spare = undefined
-    return spare ?? this.freshContext(slot)
   }
 
   /** The ledger dropped these slots (idle ones; an unknown id was already disposed after its call). */
@@ -134,35 +95,22 @@ export class IsolateCache {
   }
 
   /**
-   * A spare for the idle slot. Past the heap threshold the slot is no longer kept: the next
-   * call (the ledger will send one, or drop it) is its last.
+   * Past the heap threshold the slot is no longer kept: its next call (the ledger will send one,
+   * or drop it) is its last. Asynchronous, so the worker thread never waits on an isolate
+   * that is still busy (closures a call left running).
    */
-  private prepareSpare(slot: IsolateSlot): SandboxContext | undefined {
-    try {
-      return this.freshContext(slot)
-    } catch {
-      return undefined
-    }
-  }
-
-  /**
-   * A new context, then the heap check: checking right after a call would block this worker
-   * thread until the isolate has cleaned up after that call, while once the context exists the
-   * isolate is idle.
-   */
-  private freshContext(slot: IsolateSlot): SandboxContext {
-    const context = prepareContext(slot.isolate, slot.prelude, slot.contained ? slot.module : undefined, this.limits.payloadMaxBytes)
-    if (++slot.sinceHeapCheck >= HEAP_CHECK_EVERY || slot.sinceHeapCheck === 1) this.checkHeap(slot)
-    return context
-  }
-
   private checkHeap(slot: IsolateSlot): void {
-    const heap = slot.isolate.getHeapStatisticsSync()
-    const used = heap.used_heap_size + heap.externally_allocated_size
-    const threshold = this.limits.memoryMb * 1024 * 1024 * RECYCLE_HEAP_FRACTION
-    if (used > threshold) slot.keep = false
-    // Near the threshold, check at every context; well below it, every few (see HEAP_CHECK_EVERY).
-    slot.sinceHeapCheck = used > threshold / 2 ? 0 : 1
+    slot.sinceHeapCheck = 0
+    slot.isolate.getHeapStatistics().then(
+      (heap) => {
+        const used = heap.used_heap_size + heap.externally_allocated_size
+        const threshold = this.limits.memoryMb * 1024 * 1024 * RECYCLE_HEAP_FRACTION
+        if (used > threshold) slot.keep = false
+        // Near the threshold, check after every call; well below it, every few (see HEAP_CHECK_EVERY).
+        else if (used > threshold / 2) slot.sinceHeapCheck = HEAP_CHECK_EVERY
+      },
+      () => undefined,
+    )
   }
 
   private async createSlot(id: number, fresh: FreshCode, keep: boolean): Promise<IsolateSlot> {
@@ -171,11 +119,12 @@ export class IsolateCache {
     try {
       const module = await isolate.compileScript(wrapModule(fresh.code), { filename: MODULE_FILENAME, lineOffset: MODULE_LINE_OFFSET })
       const contained = await this.isContained(isolate, fresh)
-      if (context !== undefined && contained) {
-        module.runSync(context.context)
-        context.evaluated = true
+      const sandbox = context ?? prepareContext(isolate, prelude, undefined, this.limits.payloadMaxBytes)
+      if (contained) {
+        module.runSync(sandbox.context)
+        sandbox.evaluated = true
       }
-      return { id, isolate, prelude, module, contained, keep, busy: true, spare: context, cancelSpare: undefined, releasedAt: performance.now(), idleGapMs: Infinity, sinceHeapCheck: 0 }
+      return { id, isolate, module, context: sandbox, keep, busy: true, sinceHeapCheck: 0 }
     } catch (err) {
       discardBlank(blank)
       throw err
@@ -195,10 +144,7 @@ export class IsolateCache {
 
   private dispose(slot: IsolateSlot): void {
     this.slots.delete(slot.id)
-    slot.cancelSpare?.()
-    slot.cancelSpare = undefined
-    if (slot.spare !== undefined) discardContext(slot.spare, slot.isolate)
-    slot.spare = undefined
+    discardContext(slot.context, slot.isolate)
     dispose(slot.isolate)
   }
 }

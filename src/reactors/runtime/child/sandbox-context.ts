@@ -8,28 +8,27 @@ const MAX_BRIDGE_CALLS = 1000
 type FnRef = ivm.Reference<(...args: unknown[]) => unknown>
 
 /**
- * A new context with the prelude installed and no Reactor code run yet. Contexts are never
- * reused: each one serves exactly one invocation, then is released.
+ * An isolate's one context: the prelude installed and the realm hardened (see sandbox-source.ts),
+ * then serving every call of the isolate in turn. Calls share nothing writable: each
+ * instantiates the module afresh in a frozen realm.
  */
 export interface SandboxContext {
   context: ivm.Context
   /** The prelude's one entry point: `('run', input, maxChars)` or `('deliver', callId, ok, text)`. */
   entry: FnRef
   relay: BridgeRelay
-  /** The module script has run (its factory waits on the global for `run`). */
+  /** The module script has run (the prelude holds its factory). */
   evaluated: boolean
 }
 
 /**
- * Creating a context costs ~0.25 ms, so a warm isolate prepares its next one while idle
- * (see IsolateCache). Only our prelude runs here, synchronously: it is small and trusted.
- * `containedModule` is evaluated too: it only creates the factory function, since the code was
- * checked not to escape the wrapper (see IsolateCache). Nothing the Reactor wrote runs outside
- * an invocation and its deadline. Four isolate operations in all: every one has a fixed cost.
+ * Creating and hardening a context costs milliseconds, so it happens once per isolate, for a
+ * cold start ahead of time (see IsolateFactory). Only our prelude runs here, synchronously: it
+ * is small and trusted. `containedModule` is evaluated too: it only hands the factory function
+ * over, since the code was checked not to escape the wrapper (see IsolateCache). Nothing the
+ * Reactor wrote runs outside an invocation and its deadline.
  */
 export function prepareContext(isolate: ivm.Isolate, prelude: ivm.Script, containedModule: ivm.Script | undefined, payloadMaxBytes: number): SandboxContext {
-  // Synchronous: the isolate is idle, and handing the work to an isolated-vm thread and back
-  // cost more CPU than it saved on the worker thread (about 5-10% per warm call, measured).
   const context = isolate.createContextSync()
   const relay = new BridgeRelay(payloadMaxBytes)
   context.global.setSync(BRIDGE_GLOBAL, new ivm.Callback(relay.onCall, { ignored: true }))
@@ -74,17 +73,23 @@ export class BridgeRelay {
     this.entry = entry
   }
 
-  /** The invocation's own link; bound only when the context is taken for a call. */
+  /** The invocation's own link, for the length of one call; its bridge-call budget starts afresh. */
   connect(link: BridgeLink): void {
     this.link = link
+    this.calls = 0
     link.listen((callId, ok, json) => this.answer(callId, ok, json))
+  }
+
+  /** The call ended: answers still owed to it are never delivered, later calls of its code are refused. */
+  disconnect(): void {
+    this.link?.close()
+    this.link = undefined
   }
 
   /** No more answers go in (the entry itself is released with the context). */
   close(): void {
+    this.disconnect()
     this.entry = undefined
-    this.link?.close()
-    this.link = undefined
   }
 
   /** Arguments come straight from Reactor code: anything may arrive here. */

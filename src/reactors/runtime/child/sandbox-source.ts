@@ -1,32 +1,42 @@
 /**
- * JavaScript that runs INSIDE each fresh isolate context, before the Reactor's code.
+ * JavaScript that runs INSIDE each isolate's one context, before the Reactor's code.
  *
- * It defines the Reactor globals (error classes, `fetch`, a silent `console`) and returns one
- * function to the host: `('run', input, maxChars)` or `('deliver', callId, ok, text)`. The only host object it sees is the bridge callback, an
+ * It defines the Reactor globals (error classes, `fetch`, a silent `console`), then hardens the
+ * realm (see `lockdown` below) and returns one function to the host: `('run', input, maxChars)`
+ * or `('deliver', callId, ok, text)`. The only host object it sees is the bridge callback, an
  * `ivm.Callback` in "ignored" mode: inside the isolate it is a plain function that posts
  * (op, json, callId) and returns undefined. The prelude removes it from the global object
  * and keeps it in its closure, so Reactor code can never reach it. Answers come back through
  * `deliver`, called by the host with copied strings; no ivm Reference is ever handed to
  * Reactor code.
  *
- * Everything here trusts nothing Reactor code can change later: built-ins are captured up
- * front, and the host re-validates whatever `run` returns (a Reactor that patches JSON or
- * Promise can only break its own invocation, which has its own context).
+ * The context serves every call of its isolate (one Reactor version), one at a time, so that a
+ * warm call costs no new V8 context. Calls share nothing they could write to: each call
+ * instantiates the module afresh (its module scope, `module` and `exports` are new), and
+ * before any Reactor code runs the global object, every built-in reachable from it and the
+ * hidden intrinsics (iterator and generator prototypes...) are frozen, as SES's `lockdown`
+ * does; the legacy RegExp statics, which remember the last string matched, are removed. A
+ * value one call had can reach a later call only through the Reactor's own closures left
+ * running, which the later call cannot reach either.
+ *
+ * Everything here trusts nothing Reactor code could change: built-ins are captured up front
+ * (they are frozen anyway), and the host re-validates whatever `run` returns.
  */
 export const BRIDGE_GLOBAL = '__tessera_bridge'
 
-/** Where the module script leaves the Reactor's factory; `run` takes it (and deletes it) first thing. */
-export const FACTORY_GLOBAL = '__tessera_factory'
+/** The one-shot global the module script hands the Reactor's factory to (see wrapModule). */
+export const DEFINE_GLOBAL = '__tessera_define'
 
 export const MODULE_FILENAME = 'reactor.js'
 
 /**
  * CommonJS-style wrapper; the header sits on its own line so positions match the user's code.
- * Evaluating it only stores the factory function (for code that cannot escape the wrapper, see
- * IsolateCache) and completes with `undefined`, so the host needs no reference to it.
+ * Evaluating it only hands the factory function to the prelude (for code that cannot escape the
+ * wrapper, see IsolateCache) and completes with `undefined`, so the host needs no reference to
+ * it. The factory runs once per call, so every call gets its own module scope.
  */
 export function wrapModule(code: string): string {
-  return `globalThis.${FACTORY_GLOBAL} = (function (module, exports) {\n${code}\n}); void 0`
+  return `${DEFINE_GLOBAL}(function (module, exports) {\n${code}\n}); void 0`
 }
 
 /** Line offset that cancels the wrapper's header line in compiler messages and stacks. */
@@ -121,8 +131,13 @@ export const PRELUDE_SOURCE = String.raw`
 
   const noop = function () {};
   const consoleStub = freeze({ log: noop, info: noop, warn: noop, error: noop, debug: noop });
+  let factory;
+  function define(fn) {
+    if (factory !== undefined) throw new TypeError('The Reactor module is already defined');
+    factory = fn;
+  }
   const expose = function (name, value) {
-    defineProperty(global, name, { value: value, writable: true, configurable: true, enumerable: false });
+    defineProperty(global, name, { value: value, writable: false, configurable: false, enumerable: false });
   };
   expose('BadRequestError', BadRequestError);
   expose('AuthenticationError', AuthenticationError);
@@ -130,11 +145,82 @@ export const PRELUDE_SOURCE = String.raw`
   expose('CustomHttpResponseError', CustomHttpResponseError);
   expose('fetch', fetch);
   expose('console', consoleStub);
+  expose('${DEFINE_GLOBAL}', define);
   // WebAssembly memory is allocated outside the isolate's heap limit (measured: gigabytes pass
   // through), and shared memory plus Atomics only buy a high-resolution timer here.
   delete global.WebAssembly;
   delete global.SharedArrayBuffer;
   delete global.Atomics;
+  lockdown();
+
+  /**
+   * Freezes the realm, so that calls sharing this context share nothing writable. Assigning a
+   * property that a frozen prototype also has (\`this.name = ...\` in an Error subclass,
+   * \`obj.toString = ...\`) would then fail (the "override mistake"): for the properties code
+   * commonly overrides, the prototype gets an accessor whose setter creates the property on the
+   * object assigned to, as SES does.
+   */
+  function lockdown() {
+    const gopd = Object.getOwnPropertyDescriptor;
+    const ownKeys = Reflect.ownKeys;
+    const getProto = Object.getPrototypeOf;
+    const hasOwn = Object.prototype.hasOwnProperty;
+    const RegExpCtor = RegExp;
+    const legacy = ['input', '$_', 'lastMatch', '$&', 'lastParen', '$+', 'leftContext', '$\`', 'rightContext', "$'", '$1', '$2', '$3', '$4', '$5', '$6', '$7', '$8', '$9'];
+    for (const name of legacy) { const d = gopd(RegExpCtor, name); if (d && d.configurable) delete RegExpCtor[name]; }
+
+    function enable(proto, name) {
+      const d = gopd(proto, name);
+      if (d === undefined || !('value' in d) || !d.configurable) return;
+      const value = d.value;
+      defineProperty(proto, name, {
+        get: function () { return value; },
+        set: function (v) {
+          if (this === proto) throw new TypeError('Cannot assign to read only property ' + StringCtor(name) + ' of a built-in prototype');
+          if (hasOwn.call(this, name)) { this[name] = v; return; }
+          defineProperty(this, name, { value: v, writable: true, enumerable: true, configurable: true });
+        },
+        enumerable: d.enumerable,
+        configurable: false,
+      });
+    }
+    const errorProtos = [Error, EvalError, RangeError, ReferenceError, SyntaxError, TypeError, URIError, AggregateError,
+      BadRequestError, AuthenticationError, AuthorizationError, CustomHttpResponseError].map(function (E) { return E.prototype; });
+    for (const name of ['constructor', 'toString', 'valueOf', 'hasOwnProperty', 'isPrototypeOf', 'propertyIsEnumerable', 'toLocaleString']) enable(Object.prototype, name);
+    for (const name of ['constructor', 'toString', 'apply', 'bind', 'call']) enable(Function.prototype, name);
+    enable(Array.prototype, 'constructor');
+    enable(Array.prototype, 'toString');
+    enable(PromiseCtor.prototype, 'constructor');
+    for (const proto of errorProtos) for (const name of ['constructor', 'name', 'message', 'toString']) enable(proto, name);
+
+    // Intrinsics that no global property leads to.
+    const hidden = [
+      getProto([][Symbol.iterator]()), getProto(''[Symbol.iterator]()), getProto(new MapCtor()[Symbol.iterator]()),
+      getProto(new Set()[Symbol.iterator]()), getProto(/a/[Symbol.matchAll]('a')),
+      getProto(function* () {}), getProto(async function () {}), getProto(async function* () {}),
+      getProto((function* () {})()), getProto((async function* () {})()),
+      gopd((function () { 'use strict'; return arguments; })(), 'callee').get,
+    ];
+    if (typeof Intl === 'object' && typeof Intl.Segmenter === 'function') {
+      const segments = new Intl.Segmenter().segment('a');
+      hidden.push(getProto(segments), getProto(segments[Symbol.iterator]()));
+    }
+    const seen = new WeakSet();
+    const todo = [global].concat(hidden);
+    while (todo.length > 0) {
+      const o = todo.pop();
+      if (o === null || (typeof o !== 'object' && typeof o !== 'function') || seen.has(o)) continue;
+      seen.add(o);
+      freeze(o);
+      todo.push(getProto(o));
+      for (const key of ownKeys(o)) {
+        const d = gopd(o, key);
+        if (d === undefined) continue;
+        if ('value' in d) todo.push(d.value);
+        else todo.push(d.get, d.set);
+      }
+    }
+  }
 
   // The engine quotes values in its own messages (JSON.parse: the text it failed on; TypeError:
   // the string it could not index), and in a Reactor those values are revealed data. Only text
@@ -178,7 +264,9 @@ export const PRELUDE_SOURCE = String.raw`
     return [m, v];
   }
 
-  async function run(factory, input, maxChars) {
+  async function run(input, maxChars) {
+    // Answers still owed to an earlier call are never delivered (its link is closed); forget them.
+    pending.clear();
     let meta, value;
     try {
       if (typeof factory !== 'function') throw new TypeError('The Reactor module did not load');
@@ -196,12 +284,10 @@ export const PRELUDE_SOURCE = String.raw`
     return encode(meta, value, maxChars);
   }
 
-  // The host's one handle on this context: run the Reactor (once), or deliver a bridge answer.
+  // The host's one handle on this context: run the Reactor (once per call), or deliver a bridge answer.
   return function (op, a, b, c) {
     if (op === 'deliver') return deliver(a, b, c);
-    const factory = global.${FACTORY_GLOBAL};
-    delete global.${FACTORY_GLOBAL};
-    return run(factory, a, b);
+    return run(a, b);
   };
 })(globalThis, (function () {
   const b = globalThis.${BRIDGE_GLOBAL};

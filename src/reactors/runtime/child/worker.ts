@@ -8,7 +8,7 @@ import { Socket } from 'node:net'
 import { workerData } from 'node:worker_threads'
 import { checkSyntax } from './check-syntax.js'
 import { describeCompileError } from './compile-error.js'
-import { FrameReader, encodeFrame } from '../shared/frames.js'
+import { FrameReader, encodeFrame, writeCoalesced } from '../shared/frames.js'
 import { runInvocation } from './invocation.js'
 import { IsolateCache, type IsolateSlot } from './isolate-cache.js'
 import { splitOutcome, type LaneReply, type LaneRequest, type WireOutcome, type WorkerData } from '../shared/protocol.js'
@@ -34,7 +34,7 @@ const cache = new IsolateCache(limits, onCatastrophe)
 const answers = new Map<number, (callId: number, ok: boolean, json: string) => void>()
 
 const lane = new Socket({ fd: laneFd, readable: true, writable: true })
-const send = (reply: LaneReply, body?: string): void => void lane.write(encodeFrame(reply, body))
+const send = (reply: LaneReply, body?: string): void => writeCoalesced(lane, encodeFrame(reply, body))
 // Frames from the API process are at most an input or a bridge answer, plus a header.
 const reader = new FrameReader((header, body) => handle(header as LaneRequest, body), limits.payloadMaxBytes + 64 * 1024)
 lane.on('data', (chunk: Buffer) => reader.push(chunk))
@@ -78,7 +78,7 @@ async function invoke(request: Extract<LaneRequest, { t: 'invoke' }>, input: str
     return done(id, false, { kind: 'error', code: 'reactor_error', detail: `The Reactor code does not compile: ${describeCompileError(err, request.fresh?.code ?? '')}` })
   }
   if (slot === undefined) return done(id, false, { kind: 'error', code: 'reactor_error', detail: 'The Reactor runtime lost the isolate of this call.' })
-  const outcome = await runInvocation(slot, () => cache.takeContext(slot), input, request.ms, linkFor(id), limits).catch(
+  const outcome = await runInvocation(slot, input, request.ms, linkFor(id), limits).catch(
     (): WireOutcome => ({ kind: 'error', code: 'reactor_error', detail: 'The Reactor runtime failed during the call.' }),
   )
   // Released before answering: the answer says whether the isolate stays warm.

@@ -9,7 +9,7 @@ import type { Logger } from 'pino'
 import { AppError } from '../../../errors/index.js'
 import type { Slot, WarmPool } from '../../scheduling/warm-pool.js'
 import { bridgeErrorMessage, dispatchBridge, type HostBridges } from './bridge-dispatch.js'
-import { encodeFrame, FrameReader } from '../shared/frames.js'
+import { encodeFrame, FrameReader, writeCoalesced } from '../shared/frames.js'
 import { joinOutcome, type LaneReply, type LaneRequest, type StartKind, type WireOutcome } from '../shared/protocol.js'
 
 /** Past its deadline, a lane silent this long belongs to a stuck runtime (the worker's own timer fires at the deadline). */
@@ -184,6 +184,6 @@ export class RuntimeConnection {
     const socket = this.lanes[lane]
     // A lane that cannot take writes belongs to a runtime going away; its exit fails the calls.
     if (socket === undefined || socket.destroyed) return
-    socket.write(encodeFrame(request, body))
+    writeCoalesced(socket, encodeFrame(request, body))
   }
 }

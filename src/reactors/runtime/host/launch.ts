@@ -13,8 +13,8 @@ export interface LaunchSpec {
  * `--no-node-snapshot` is required by isolated-vm on Node >= 20 and must be given to the
  * process itself: the worker threads inherit it (their own execArgv may not carry it).
  *
- * `--no-lazy-feedback-allocation`: every call runs in a fresh context, so every function the
- * prelude and the Reactor define is a new closure that runs only a few times. V8 otherwise
+ * `--no-lazy-feedback-allocation`: every call instantiates the Reactor's module afresh, so every
+ * function the Reactor defines is a new closure that runs only a few times. V8 otherwise
  * starts such closures without feedback vectors and allocates them after a budget of calls;
  * allocating them up front measured about 13% less runtime CPU per warm call (about 690 instead
  * of 790 µs, echo Reactor, back to back, runtime pinned to one core of the bench machine).
