@@ -78,6 +78,8 @@ t.test('every forwarded call ends within the destination time-out, however slowl
   }
   const bodyDrip = await startRawStub(t, (socket) => socket.once('data', () => drip(socket, 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n', '1\r\nx\r\n')))
   const headDrip = await startRawStub(t, (socket) => socket.once('data', () => drip(socket, 'HTTP/1.1 200 OK\r\n', 'X')))
+  // A small announced body is read whole before it is relayed: still arriving at the deadline, a 504.
+  const smallDrip = await startRawStub(t, (socket) => socket.once('data', () => drip(socket, 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1000\r\n\r\n', 'x')))
   const timed = async <T>(p: Promise<T>) => {
     const start = Date.now()
     const settled = await p.then((value) => ({ value }), (error: unknown) => ({ error }))
@@ -92,6 +94,10 @@ t.test('every forwarded call ends within the destination time-out, however slowl
     const head = await timed(app.proxy(`http://127.0.0.1:${headDrip}`, { headers }))
     t.ok(head.ms < BOUND_MS, `${label}, head trickle: ended in ${head.ms} ms`)
     if ('value' in head) assertProxyError(t, head.value, 504, `${label}, head trickle`)
+    const small = await timed(app.proxy(`http://127.0.0.1:${smallDrip}`, { headers }))
+    t.ok(small.ms < BOUND_MS, `${label}, small body trickle: ended in ${small.ms} ms`)
+    if ('value' in small) assertProxyError(t, small.value, 504, `${label}, small body trickle`)
+    else t.fail(`${label}, small body trickle: answered (${String(small.error)})`)
   }
 
   // A response transform reads the whole body first: the time-out is a 504, not a wait.
