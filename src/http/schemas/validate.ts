@@ -4,7 +4,8 @@ import { fullFormats } from 'ajv-formats/dist/formats.js'
 import type { Static, TSchema } from '@sinclair/typebox'
 import { ValidationError, type FieldErrors } from '../../errors/index.js'
 
-// strictNumbers: a query's `page=1e400` coerces to Infinity, which a plain integer check lets through.
+// strictNumbers: NaN and Infinity fail number checks (behind json-body, which refuses numbers beyond
+// a double; query values ajv coerces are checked after validation, see assertFiniteParameters).
 const ajv = new Ajv({ allErrors: true, strict: false, useDefaults: true, coerceTypes: false, strictNumbers: true })
 const queryAjv = new Ajv({ allErrors: true, strict: false, useDefaults: true, coerceTypes: 'array', strictNumbers: true })
 for (const instance of [ajv, queryAjv]) {
@@ -16,8 +17,8 @@ const rfc3339 = (fullFormats['date-time'] as { validate: (value: string) => bool
 
 /**
  * RFC 3339, and an instant every store can hold: a leap second (`23:59:60`) is valid RFC 3339
- * but no valid JS Date, and year 0 is outside what Postgres and PGlite both take. Either one
- * reached the database as an invalid date (a 500).
+ * but no valid JS Date (it reached the database as an invalid date: a 500), and PGlite refuses
+ * year 0 (a 500 there only).
  */
 export function isStorableDateTime(value: string): boolean {
   if (!rfc3339(value)) return false
