@@ -3,7 +3,7 @@ import { newApiKey, type ApiKeyHasher } from '../auth/api-keys.js'
 import type { Authenticator } from '../auth/authenticator.js'
 import { validateRules } from '../auth/access-rules.js'
 import { isKnownPermission, mayHold } from '../auth/permissions.js'
-import { authorizeApplicationChange, authorizeGrant } from '../auth/policies.js'
+import { authorizeApplicationChange, authorizeGrant, narrows } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import { AppError, ValidationError, type FieldErrors } from '../errors/index.js'
 import type { AccessRuleRecord, ApplicationFilter, ApplicationRecord, ApplicationType, Page, Store } from '../store/index.js'
@@ -105,9 +105,14 @@ export function applicationsService(deps: ApplicationsDeps) {
         modified_at: new Date(),
       })
       if (!result) throw new AppError('not_found', { detail: 'No Application with this id.' })
-      // Cached principals carry the old grants, the sessions it authorized the old bound.
+      // Cached principals carry the old grants, the sessions it authorized the old bound. A
+      // session acts within its authorizer's current grants, so narrowing a private Application
+      // narrows them; a public creator's grants bound nothing the session does, so narrowing
+      // one ends the sessions it vouched for under the wider grant.
       const keyHashes = [result.updated.key_hash, ...(await store.applicationKeys.hashesOf(caller.tenantId, id))]
-      await invalidate(keyHashes, await store.sessions.keyHashesOf(caller.tenantId, id))
+      const ends = current.type === 'public' && narrows(current, { permissions, rules })
+      const sessions = ends ? await store.sessions.deleteOf(caller.tenantId, id) : await store.sessions.keyHashesOf(caller.tenantId, id)
+      await invalidate(keyHashes, sessions)
       return result.updated
     },
 

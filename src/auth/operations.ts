@@ -34,7 +34,7 @@ export const operations: readonly Operation[] = [
   { operation: 'GET /v2/tokens', permission: 'token:read', who: `${PRIVATE}; cursor pages` },
   { operation: 'POST /v2/tokens/search', permission: 'token:search', who: `${PRIVATE}; data shown as token:read allows; cursor pages` },
   { operation: 'GET /tokens/{id}', permission: 'token:read', who: PRIVATE },
-  { operation: 'PATCH /tokens/{id}', permission: 'token:update', who: `${TOKENS}; moving containers needs it on each; changing mask, fingerprint_expression or search_indexes needs reveal` },
+  { operation: 'PATCH /tokens/{id}', permission: 'token:update', who: `${TOKENS}; moving containers needs it on each and must not raise the caller's own access; changing mask, fingerprint_expression or search_indexes needs reveal` },
   { operation: 'DELETE /tokens/{id}', permission: 'token:delete', who: PRIVATE },
   { operation: 'POST /tokenize', permission: 'token:create', who: `${TOKENS}; on every container of each token` },
   { operation: 'POST /detokenize', permission: 'token:read', who: PRIVATE },

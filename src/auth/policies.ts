@@ -103,6 +103,45 @@ export function tokenScopes(principal: Principal, permission: TokenPermission, m
   return scopes
 }
 
+/**
+ * The tokens on which `permission` may test the data for equality: a search's `data:` and
+ * `fingerprint:` terms, a list's fingerprint filter, deduplication. Each answers "is this
+ * token's value X?", as the fingerprint does, so it is allowed exactly where an answer would show
+ * the fingerprint: the operation's decision and the caller's `token:read` both at least `mask`.
+ */
+export function equalityScopes(principal: Principal, permission: TokenPermission): AccessScope[] {
+  const scopes = tokenScopes(principal, permission, 'mask')
+  if (permission !== 'token:read') scopes.push(...tokenScopes(principal, 'token:read', 'mask'))
+  return scopes
+}
+
+/**
+ * What a move may not raise: the permissions that reach an existing token's data or existence.
+ * `token:update` is needed on every container involved anyway, and `token:create` acts on no
+ * existing token (deduplication also needs `token:read`, which is checked).
+ */
+const MOVE_BOUNDED: readonly TokenPermission[] = ['token:read', 'token:search', 'token:use', 'token:delete']
+
+/**
+ * Moving a token (adding or removing containers) needs `token:update` on every container
+ * involved, and must not raise the caller's own decisions on it: a key that updates
+ * everywhere but reads only `/general/` does not read a card by moving it there, nor by
+ * dropping the container an earlier `redact` rule matched.
+ */
+export function authorizeMove(principal: Principal, current: TokenScope, next: TokenScope): void {
+  authorizeContainers(principal, 'token:update', current.id, [...new Set([...current.containers, ...next.containers])])
+  for (const permission of MOVE_BOUNDED) {
+    const before = tokenDecision(principal, permission, current)
+    const after = tokenDecision(principal, permission, next)
+    if (after === undefined || (before !== undefined && transformRank(after) <= transformRank(before))) continue
+    const had = before === undefined ? 'no access' : before
+    throw new AppError('forbidden', {
+      detail: `Moving token ${current.id} would raise the key's ${permission} on it from ${had} to ${after}; the key lacks ${permission} with ${after} where the token is now.`,
+      errors: { containers: [`would raise your ${permission} on this token from ${had} to ${after}`] },
+    })
+  }
+}
+
 // --- proxy and Reactors -------------------------------------------------------------------
 
 /** The proxy is a token:use feature: checked even when the request holds no tokens. */
@@ -179,6 +218,11 @@ export function authorizeApplicationChange(caller: Principal, target: Grants & {
   }
   authorizeGrant(caller, target, { what: 'The Application', field: 'id' })
   if (next !== undefined) authorizeGrant(caller, next, { what: 'The new grant' })
+}
+
+/** Whether `after` reaches less far than `before` anywhere (it lost a permission, a container, a transform). */
+export function narrows(before: Grants, after: Grants): boolean {
+  return grantExcess(before, after).length > 0
 }
 
 /** Binding an Application to a proxy or Reactor hands its grants to the code and (require_auth false) to the key holder. */

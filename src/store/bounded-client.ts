@@ -85,3 +85,45 @@ export function mayHaveWritten(connection: RawConnection, obj: unknown): boolean
   if (connection.__knexTxId !== undefined) return /^\s*commit\b/i.test(sql)
   return !/^\s*select\b/i.test(sql)
 }
+
+/** A statement run by `runDirect`: Postgres prepares it once per connection under `name`. */
+export interface DirectStatement {
+  name: string
+  /** With $1, $2, ... placeholders. */
+  text: string
+}
+
+interface DirectClient {
+  acquireConnection(): Promise<unknown>
+  releaseConnection(connection: unknown): Promise<unknown>
+}
+
+interface QueryingConnection {
+  query(config: { name: string; text: string; values: readonly unknown[] } | string, values?: readonly unknown[]): Promise<{ rows: Record<string, unknown>[] }>
+}
+
+/**
+ * One statement on a connection of knex's pool without knex's query builder and runner, which
+ * cost about twice the driver's own CPU per statement (measured: 114 against 38 µs, 25 µs once
+ * prepared), for the statements on every request's path. The same bounds apply: the pool's
+ * acquire time-out, the connection's statement time-out, and the same translation of
+ * failures of availability into 503.
+ */
+export async function runDirect(knex: Knex, statement: DirectStatement, values: readonly unknown[]): Promise<Record<string, unknown>[]> {
+  const client = knex.client as unknown as DirectClient
+  const connection = (await client.acquireConnection()) as RawConnection & QueryingConnection
+  // A pg Client (it has a backend process id); PGlite's one connection is the database itself.
+  const postgres = 'processID' in connection
+  try {
+    const result = postgres ? await connection.query({ name: statement.name, text: statement.text, values }) : await connection.query(statement.text, values)
+    return result.rows
+  } catch (err) {
+    const failure = classifyFailure(err)
+    if (failure === undefined) throw err
+    countUnavailable(client, 'query')
+    if (failure === 'client' && postgres) dispose(connection, err)
+    throw unavailableError(err, failure === 'client' && !/^\s*select\b/i.test(statement.text))
+  } finally {
+    await client.releaseConnection(connection)
+  }
+}

@@ -30,6 +30,8 @@ export interface VaultCrypto {
  * carries over unchanged (it is limited again whenever it is rendered).
  */
 export function validateTokenFields(fields: TokenFields, options: { checkId: boolean; checkMaskLimits: boolean }): FieldErrors {
+  const shape = shapeErrors(fields)
+  if (Object.keys(shape).length) return shape
   const type = getTokenType(fields.type)
   const errors: FieldErrors = { ...type.validate(fields.data) }
   const add = (field: string, message: string) => (errors[field] ??= []).push(message)
@@ -49,6 +51,46 @@ export function validateTokenFields(fields: TokenFields, options: { checkId: boo
   fields.search_indexes?.forEach((expr, i) => Object.assign(errors, validateDataTemplate(expr, `search_indexes[${i}]`)))
   if (fields.expires_at && new Date(fields.expires_at).getTime() <= Date.now()) add('expires_at', 'must be in the future')
   return errors
+}
+
+export const MAX_CONTAINERS = 10
+const MAX_METADATA_KEYS = 20
+const MAX_SEARCH_INDEXES = 20
+
+/**
+ * The JSON shape of each field, which the HTTP schema checks for POST /tokens but nothing does
+ * for the full tokens inside /tokenize or a Reactor's `tokenize`: without it a token could be
+ * stored with no container at all (outside every container rule) or a request end in a 500.
+ */
+function shapeErrors(fields: TokenFields): FieldErrors {
+  const errors: FieldErrors = {}
+  const check = (field: string, ok: boolean, message: string) => ok || (errors[field] ??= []).push(message)
+  const { id, containers, metadata, fingerprint_expression: expression, search_indexes: indexes, expires_at: expiresAt } = fields as Record<keyof TokenFields, unknown>
+  check('id', id === undefined || typeof id === 'string', 'must be a string')
+  check(
+    'containers',
+    containers === undefined || (Array.isArray(containers) && containers.length >= 1 && containers.length <= MAX_CONTAINERS && new Set(containers).size === containers.length),
+    `must be 1 to ${MAX_CONTAINERS} distinct containers`,
+  )
+  check(
+    'metadata',
+    metadata === undefined || (isPlainObject(metadata) && Object.keys(metadata).length <= MAX_METADATA_KEYS && Object.values(metadata).every((v) => typeof v === 'string')),
+    `must be an object of at most ${MAX_METADATA_KEYS} string values`,
+  )
+  check('fingerprint_expression', expression === undefined || expression === null || typeof expression === 'string', 'must be a string')
+  check(
+    'search_indexes',
+    indexes === undefined || indexes === null || (Array.isArray(indexes) && indexes.length <= MAX_SEARCH_INDEXES && indexes.every((x) => typeof x === 'string')),
+    `must be at most ${MAX_SEARCH_INDEXES} strings`,
+  )
+  check('expires_at', expiresAt === undefined || expiresAt === null || (typeof expiresAt === 'string' && DATE_TIME.test(expiresAt) && !Number.isNaN(Date.parse(expiresAt))), 'must be an ISO 8601 date-time')
+  return errors
+}
+
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$/i
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 /** The derived, encrypted row for validated fields. Plaintext leaves this function only as ciphertext and keyed hashes. */

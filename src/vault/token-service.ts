@@ -1,5 +1,5 @@
 import type { TokenPermission } from '../auth/permissions.js'
-import { answerTransform, authorizeContainers, authorizeToken, authorizeViewChange, tokenScopes } from '../auth/policies.js'
+import { answerTransform, authorizeContainers, authorizeMove, authorizeToken, authorizeViewChange, equalityScopes, tokenScopes } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import { AppError } from '../errors/index.js'
 import { isUniqueViolation, type AccessScope, type Page, type Store, type TokenFilter, type TokenPosition, type TokenRecord } from '../store/index.js'
@@ -95,12 +95,12 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
   }
 
   /**
-   * Terms on values derived from the data are equality tests of the plaintext: they match only
-   * tokens the caller's search decision shows at least masked, never redacted ones.
+   * Terms and filters on values derived from the data are equality tests of the plaintext: they
+   * match only tokens an answer would show at least masked (see `equalityScopes`).
    */
-  function searchScopes(principal: Principal, filter: TokenFilter): AccessScope[] {
-    const scopes = tokenScopes(principal, 'token:search')
-    if (filter.fingerprints?.length || filter.searchHashes?.length) scopes.push(...tokenScopes(principal, 'token:search', 'mask'))
+  function scopesFor(principal: Principal, permission: TokenPermission, filter: TokenFilter): AccessScope[] {
+    const scopes = tokenScopes(principal, permission)
+    if (filter.fingerprints?.length || filter.searchHashes?.length) scopes.push(...equalityScopes(principal, permission))
     return scopes
   }
 
@@ -129,10 +129,9 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
       const record = buildTokenRecord(principal.tenantId, input, principal.id, crypto())
       authorizeContainers(principal, 'token:create', record.id, record.containers)
       if (input.deduplicate_token && record.fingerprint) {
-        // Only a token the caller may both create and read is returned; anyone else gets a new
-        // token, so the answer never tells whether the value was already stored.
-        const scopes = [...tokenScopes(principal, 'token:create'), ...tokenScopes(principal, 'token:read')]
-        const existing = await store.tokens.findByFingerprint(principal.tenantId, record.type, record.fingerprint, scopes)
+        // Returning the existing token says "this value is stored there": only where the answer
+        // would show its fingerprint anyway. Anyone else gets a new token, as without the flag.
+        const existing = await store.tokens.findByFingerprint(principal.tenantId, record.type, record.fingerprint, equalityScopes(principal, 'token:create'))
         if (existing) return view(existing, answerTransform(principal, 'token:create', existing))
       }
       try {
@@ -167,10 +166,7 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
       }
       const next = buildTokenRecord(principal.tenantId, fields, principal.id, crypto(), current)
       if (patch.expires_at === undefined) next.expires_at = current.expires_at
-      // Moving a token (adding or removing a container) needs the permission on every container involved.
-      if (canonicalJson(next.containers) !== canonicalJson(current.containers)) {
-        authorizeContainers(principal, 'token:update', id, [...new Set([...current.containers, ...next.containers])])
-      }
+      if (canonicalJson(next.containers) !== canonicalJson(current.containers)) authorizeMove(principal, current, next)
       authorizeToken(principal, 'token:update', next)
       const updated = await store.tokens.update(principal.tenantId, id, next)
       await cache.invalidate(principal.tenantId, id)
@@ -188,21 +184,21 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
     },
 
     listTokens: (principal: Principal, filter: TokenFilter, page: number, size: number) =>
-      listPage(principal, 'token:read', filter, tokenScopes(principal, 'token:read'), page, size),
+      listPage(principal, 'token:read', filter, scopesFor(principal, 'token:read', filter), page, size),
 
     async searchTokens(principal: Principal, query: string, page: number, size: number): Promise<Page<TokenView>> {
       const filter = searchFilter(principal, query)
       if (!filter) return { total: 0, items: [] }
-      return listPage(principal, 'token:search', filter, searchScopes(principal, filter), page, size)
+      return listPage(principal, 'token:search', filter, scopesFor(principal, 'token:search', filter), page, size)
     },
 
     listTokensFrom: (principal: Principal, filter: TokenFilter, after: TokenPosition | undefined, size: number) =>
-      listFrom(principal, 'token:read', filter, tokenScopes(principal, 'token:read'), after, size),
+      listFrom(principal, 'token:read', filter, scopesFor(principal, 'token:read', filter), after, size),
 
     async searchTokensFrom(principal: Principal, query: string, after: TokenPosition | undefined, size: number): Promise<CursorPage<TokenView>> {
       const filter = searchFilter(principal, query)
       if (!filter) return { items: [], next: undefined }
-      return listFrom(principal, 'token:search', filter, searchScopes(principal, filter), after, size)
+      return listFrom(principal, 'token:search', filter, scopesFor(principal, 'token:search', filter), after, size)
     },
 
     /**

@@ -7,7 +7,7 @@ import fc from 'fast-check'
 
 export type T = 'redact' | 'mask' | 'reveal'
 export type Decision = T | undefined
-export type Perm = 'token:read' | 'token:search' | 'token:use' | 'token:update' | 'token:create'
+export type Perm = 'token:read' | 'token:search' | 'token:use' | 'token:update' | 'token:create' | 'token:delete'
 
 export interface Cond {
   attribute: 'id' | 'container'

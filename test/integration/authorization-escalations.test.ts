@@ -143,6 +143,15 @@ t.test('issue 12 escalations', async (t) => {
       await end(a)
       t.equal((await app.request('GET', `/tokens/${id}`, { key })).status, 401, label)
     }
+    const narrowedCreator = await pub()
+    const creatorKey = await open(narrowedCreator.key, (await priv()).key)
+    const narrower = [{ priority: 1, container: '/general/', transform: 'redact', permissions: ['token:create'] }]
+    t.equal((await app.request('PUT', `/applications/${narrowedCreator.id}`, { body: { name: 'n', rules: narrower } })).status, 200)
+    t.equal((await app.request('GET', `/tokens/${id}`, { key: creatorKey })).status, 401, 'narrowing the public creator ends its sessions')
+    const renamed = await pub()
+    const renamedKey = await open(renamed.key, (await priv()).key)
+    await app.request('PUT', `/applications/${renamed.id}`, { body: { name: 'renamed', rules: [{ priority: 1, container: '/', transform: 'redact', permissions: ['token:create'] }] } })
+    t.equal((await app.request('GET', `/tokens/${id}`, { key: renamedKey })).status, 200, 'renaming it with the same grants does not')
     const narrowed = await priv()
     const key = await open((await pub()).key, narrowed.key)
     await app.request('PUT', `/applications/${narrowed.id}`, { body: { name: 'n', rules: [{ priority: 1, container: '/', transform: 'mask', permissions: ['token:read'] }] } })

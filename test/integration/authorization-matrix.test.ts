@@ -8,7 +8,7 @@ import { startStub, type Stub } from '../helpers/stub-server.js'
 // Every route and bridge that shows token data x every kind of principal x generated rule
 // shapes: each answer must carry exactly what the documented decision allows (so never more).
 
-const REVEAL_ALL: Grant = { rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read', 'token:search', 'token:update', 'token:use'] }], permissions: [] }
+const REVEAL_ALL: Grant = { rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read', 'token:search', 'token:update', 'token:use', 'token:delete'] }], permissions: [] }
 const BRIDGE = `module.exports = async (req) => {
   const out = {}
   for (const id of (req.args.ids || req.args.body.ids)) {
@@ -22,6 +22,8 @@ interface Ctx {
   stub: Stub
   /** A private key holding plain token:use: invokes Reactors and require_auth proxies without adding grants of its own. */
   invoker: string
+  /** Each token's fingerprint, as its writer saw it. */
+  fingerprints: Map<string, string>
 }
 
 async function application(app: TestApp, type: string, grant: Grant): Promise<{ id: string; key: string }> {
@@ -45,19 +47,24 @@ function checkToken(t: Test, body: Record<string, unknown>, decision: Decision, 
 }
 
 /** GET, list, search, detokenize and the PATCH answer, for a key acting with `grant` (bounded by `within` for sessions). */
-async function readPaths(t: Test, { app }: Ctx, key: string, grant: Grant, within?: Grant): Promise<void> {
+async function readPaths(t: Test, { app, fingerprints }: Ctx, key: string, grant: Grant, within?: Grant): Promise<void> {
   for (const token of TOKENS) {
-    const get = await app.request('GET', `/tokens/${token.id}`, { key })
+    // A fingerprint filter is an equality test too: it finds the token only where read shows it at least masked.
+    const byFingerprint = await app.request('GET', `/v2/tokens?fingerprint=${fingerprints.get(token.id)}`, { key })
     const read = bounded(grant, 'token:read', token, within)
+    if (byFingerprint.status === 403) t.ok(TOKENS.every((tok) => bounded(grant, 'token:read', tok, within) === undefined), `fingerprint of ${token.id} refused only without read`)
+    else t.same(byFingerprint.body.data.map((x: { id: string }) => x.id), read === 'mask' || read === 'reveal' ? [token.id] : [], `fingerprint of ${token.id} under ${read}`)
+    const get = await app.request('GET', `/tokens/${token.id}`, { key })
     if (read === undefined) t.equal(get.status, 403, `GET ${token.id}: 403`)
     else checkToken(t, get.body, read, token, `GET ${token.id}`)
     const detok = await app.request('POST', '/detokenize', { key, body: { v: `{{ ${token.id} }}` } })
     t.same(detok.status === 200 ? detok.body.v : 'refused', value(read, token), `detokenize ${token.id}`)
-    // A `data:` term tests the plaintext: it matches only where search shows the token at least masked.
+    // A `data:` term tests the plaintext: it matches only where the answer shows the token at
+    // least masked (search and read both), as the fingerprint is shown.
     const byData = await app.request('POST', '/tokens/search', { key, body: { query: `data:${token.last4}` } })
-    const search = bounded(grant, 'token:search', token, within)
+    const search = shown(grant, 'token:search', token, within)
     if (byData.status === 403) t.ok(TOKENS.every((tok) => bounded(grant, 'token:search', tok, within) === undefined), `data:${token.last4} refused only without search`)
-    else t.equal(byData.body.pagination.total_items, search === 'mask' || search === 'reveal' ? 1 : 0, `data:${token.last4} under ${search}`)
+    else t.equal(byData.body.pagination.total_items, search === 'mask' || search === 'reveal' ? 1 : 0, `data:${token.last4} shown ${search}`)
     const update = await app.request('PATCH', `/tokens/${token.id}`, { key, rawBody: '{"metadata":{"m":"matrix"}}', headers: { 'content-type': 'application/merge-patch+json' } })
     if (bounded(grant, 'token:update', token, within) === undefined) t.equal(update.status, 403, `PATCH ${token.id}: 403`)
     else checkToken(t, update.body, shown(grant, 'token:update', token, within), token, `PATCH answer ${token.id}`)
@@ -126,14 +133,16 @@ t.test('authorization matrix', async (t) => {
   const app = await startTestApp(t, { SVC_REACTOR_TIMEOUT_MS: '5000', ...unlimited })
   const stub = await startStub(t)
   const writer = await application(app, 'private', REVEAL_ALL)
+  const fingerprints = new Map<string, string>()
   for (const tok of TOKENS) {
     const index = tok.type === 'card' ? '{{ data.number | last4 }}' : '{{ data | last4 }}'
     const body = { id: tok.id, type: tok.type, data: tok.data, containers: tok.containers, metadata: { m: 'matrix' }, search_indexes: [index] }
     const res = await app.request('POST', '/tokens', { key: writer.key, body })
     if (res.status !== 201) throw new Error(`token: ${res.status} ${res.text}`)
+    fingerprints.set(tok.id, res.body.fingerprint)
   }
   const echo = await app.request('POST', '/reactors', { body: { name: 'echo', code: 'module.exports = async (req) => ({ raw: req.args })' } })
-  const ctx: Ctx = { app, stub, invoker: (await application(app, 'private', { rules: [], permissions: ['token:use'] })).key }
+  const ctx: Ctx = { app, stub, fingerprints, invoker: (await application(app, 'private', { rules: [], permissions: ['token:use'] })).key }
   const issue7: Grant = {
     rules: [
       { priority: 1, container: '/pci/', transform: 'redact', permissions: ['token:read', 'token:use'] },
@@ -155,6 +164,35 @@ t.test('authorization matrix', async (t) => {
 
   t.test('Applications acting for code and proxy keys', async (t) => {
     for (const grant of [issue7, ...containerGrants(['token:use'], 6, 16)]) await t.test(label(grant), (t) => actingPaths(t, ctx, grant))
+  })
+
+  t.test('create answers and deduplication', async (t) => {
+    const created: string[] = []
+    for (const grant of containerGrants(['token:create', 'token:read'], 10, 21)) {
+      await t.test(label(grant), async (t) => {
+        const { key } = await application(app, 'private', grant)
+        for (const token of TOKENS) {
+          const body = { type: token.type, data: token.data, containers: token.containers }
+          // Creating needs token:create on each container on its own.
+          const creates = token.containers.every((c) => bounded(grant, 'token:create', { ...token, containers: [c] }) !== undefined)
+          const expected = shown(grant, 'token:create', token)
+          const tokenized = await app.request('POST', '/tokenize', { key, body: { c: body } })
+          if (!creates) t.equal(tokenized.status, 403, `tokenize ${token.id}: 403`)
+          else checkToken(t, tokenized.body.c, expected, token, `tokenize answer ${token.id}`)
+          const dedup = await app.request('POST', '/tokens', { key, body: { ...body, deduplicate_token: true } })
+          if (!creates) {
+            t.equal(dedup.status, 403, `deduplicate ${token.id}: 403`)
+            continue
+          }
+          checkToken(t, dedup.body, expected, token, `deduplicate answer ${token.id}`)
+          // Returning the existing token says "this value is stored": only where its fingerprint shows.
+          const existing = expected === 'mask' || expected === 'reveal'
+          t.equal(dedup.body.id === token.id, existing, `deduplicate ${token.id} under ${expected}: ${existing ? 'the existing token' : 'a new one'}`)
+          for (const id of [tokenized.body.c?.id, dedup.body.id]) if (id !== undefined && id !== token.id) created.push(id)
+        }
+      })
+    }
+    for (const id of created) await app.request('DELETE', `/tokens/${id}`, { key: writer.key })
   })
 
   t.test('public Applications: write answers never show data', async (t) => {

@@ -43,6 +43,11 @@ t.test('sessions follow their Applications on every process', { skip: process.en
   await a.request('DELETE', `/applications/${authorizer.id}`)
   t.equal((await eventually(narrowed, (res) => res.status !== 200)).status, 401, 'ended on the other process when its authorizer is deleted')
 
+  const narrowedCreator = await pub()
+  const ended = await session(narrowedCreator.key, (await priv()).key)
+  await a.request('PUT', `/applications/${narrowedCreator.id}`, { body: { name: 'x', rules: [{ priority: 1, container: '/general/', transform: 'redact', permissions: ['token:create'] }] } })
+  t.equal((await eventually(ended, (res) => res.status !== 200)).status, 401, 'ended on the other process when its creator is narrowed')
+
   const creator = await pub()
   const regenerated = await session(creator.key, (await priv()).key)
   await a.request('POST', `/applications/${creator.id}/regenerate`)

@@ -65,9 +65,18 @@ t.test('one script call per lease, with exactly the scopes whose lease ran out',
   const calls = seen.filter((s) => !s.fromScript && !s.args.includes(sentinel))
   t.ok(calls.every((c) => /^eval(sha)?$/i.test(c.args[0]!)), 'each a script call')
   const scopesOf = (call: { args: string[] }) => call.args.filter((a) => a.startsWith(prefix) && a.endsWith(':n')).map((k) => k.split(':').at(-2))
-  // 20 requests: global leased at the 1st (units 1-10) and the 11th of its requests (11-20);
-  // search and list once each.
-  t.same(calls.map(scopesOf), [['global'], ['tokens_search'], ['tokens_list'], ['global']], 'four calls for twenty requests')
-  const wants = (call: { args: string[] }) => call.args.slice(-1)[0]
-  t.same(calls.map(wants), ['10', '1', '1', '10'], 'a lease of 10 for global, of 1 for the small route limits')
+  // Twenty requests count in global: leased ten at a time, so two asks, or a few more when the
+  // machine is slow enough for a lease to reach its 250 ms end with units left. Search and list
+  // lease one unit: one ask each, carrying only that scope.
+  const scopes = calls.map(scopesOf)
+  t.equal(scopes.filter((s) => s.includes('tokens_search')).length, 1, 'one call for the search scope')
+  t.equal(scopes.filter((s) => s.includes('tokens_list')).length, 1, 'one call for the list scope')
+  t.ok(scopes.every((s) => s.length === 1 || (s.length === 2 && s[0] === 'global')), 'a call carries only the scopes whose lease ran out')
+  const globalCalls = scopes.filter((s) => s.includes('global')).length
+  t.ok(globalCalls >= 2 && globalCalls < 10, `${globalCalls} calls counted global for twenty requests`)
+  t.same(calls.filter((_, i) => scopes[i]!.length === 1 && scopes[i]![0] === 'global').map(wants).filter((w) => w !== '10'), [], 'global asks for a lease of 10')
 })
+
+function wants(call: { args: string[] }): string | undefined {
+  return call.args.at(-1)
+}

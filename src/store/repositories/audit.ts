@@ -1,5 +1,6 @@
 import type { Knex } from 'knex'
 import type { DatabaseKind } from '../database.js'
+import { runDirect, type DirectStatement } from '../bounded-client.js'
 
 /** An audit entry as stored (see migrations/..._audit.ts); `hash` seals it into its tenant's chain. */
 export interface AuditRow {
@@ -83,19 +84,22 @@ const APPEND_COLUMNS = [
   ['key_id', 'text'], ['hash', 'text'],
 ] as const satisfies readonly (readonly [keyof AuditRow, string])[]
 
-const APPEND_AFTER_SQL = `
+const APPEND_AFTER: DirectStatement = {
+  name: 'tessera_audit_append_after',
+  text: `
 with head as (
-  update audit_chain_heads set seq = ?, hash = ?
-  where tenant_id = ? and seq = ? and hash = ?
+  update audit_chain_heads set seq = $1, hash = $2
+  where tenant_id = $3 and seq = $4 and hash = $5
   returning tenant_id
 ), inserted as (
   insert into audit_events (${APPEND_COLUMNS.map(([name]) => name).join(', ')})
   select ${APPEND_COLUMNS.map(([, type], i) => (type === 'jsonb' ? `r->${i}` : `(r->>${i})::${type}`)).join(', ')}
-  from jsonb_array_elements(?::jsonb) as r
+  from jsonb_array_elements($6::jsonb) as r
   where exists (select 1 from head)
   returning 1
 )
-select count(*)::int as n from inserted`
+select count(*)::int as n from inserted`,
+}
 
 const INSERT_CHUNK = 1000
 const PRUNE_CHUNK = 10_000
@@ -146,8 +150,8 @@ export function auditRepository(knex: Knex, kind: DatabaseKind) {
      */
     async appendAfter(expected: Pick<ChainHead, 'tenant_id' | 'seq' | 'hash'>, rows: readonly AuditRow[], next: Pick<ChainHead, 'seq' | 'hash'>): Promise<boolean> {
       const json = JSON.stringify(rows.map((r) => APPEND_COLUMNS.map(([name]) => (name === 'occurred_at' ? r.occurred_at.toISOString() : r[name]))))
-      const result = await knex.raw<{ rows: { n: number }[] }>(APPEND_AFTER_SQL, [next.seq, next.hash, expected.tenant_id, expected.seq, expected.hash, json])
-      return rows.length > 0 && toNumber(result.rows[0]?.n ?? 0) === rows.length
+      const result = await runDirect(knex, APPEND_AFTER, [next.seq, next.hash, expected.tenant_id, expected.seq, expected.hash, json])
+      return rows.length > 0 && toNumber(result[0]?.n ?? 0) === rows.length
     },
 
     /** Entries of one tenant matching `filter`, newest first (`desc`) or oldest first, after `after`. */

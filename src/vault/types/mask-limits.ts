@@ -13,6 +13,8 @@ export type MaskLimits = Readonly<Record<string, Allowance>>
 interface Shown {
   path: string[]
   window: 'all' | { first: number } | { last: number }
+  /** The window is a `slice` of a value not made text first: of an array it keeps whole elements. */
+  slicesValue: boolean
 }
 
 /**
@@ -29,6 +31,8 @@ export function maskProblems(mask: unknown, limits: MaskLimits, typeName: string
     const allowance = allowanceFor(shown.path, limits)
     if (allowance === undefined) problems.push(`a ${typeName} mask may not show ${field}`)
     else if (!within(shown.window, allowance)) problems.push(`a ${typeName} mask may show ${describe(allowance)} of ${field}`)
+    // Typed fields with limits are validated strings; data of unknown shape may hold arrays.
+    else if (shown.slicesValue && limits['*'] !== undefined) problems.push(`a ${typeName} mask may slice only text: put to_string before slice on ${field}`)
   }
   return problems
 }
@@ -54,6 +58,7 @@ function shownBy(expression: Expression): Shown {
   let window: Shown['window'] = 'all'
   // After to_string the value is text, which `json` cannot descend into.
   let text = false
+  let slicesValue = false
   for (const filter of expression.filters) {
     if (window !== 'all') break
     switch (filter.name) {
@@ -68,13 +73,14 @@ function shownBy(expression: Expression): Shown {
         break
       case 'slice':
         window = filter.start < 0 ? { last: -filter.start } : { first: filter.start + filter.length }
+        slicesValue = !text
         break
       case 'to_string':
         text = true
         break
     }
   }
-  return { path, window }
+  return { path, window, slicesValue }
 }
 
 /** The allowance of the field itself or of a field it lies within; a whole object that holds limited fields has none. */

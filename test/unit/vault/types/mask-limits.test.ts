@@ -42,6 +42,10 @@ t.test('other types', async (t) => {
   t.same(problems('employer_id_number', '{{ data | reveal_last: 4 }}'), [])
   t.same(problems('token', { a: '{{ data.any.thing | last4 }}' }), [], 'any JSON: the last four of any field')
   t.match(problems('token', '{{ data.password }}'), [/data\.password/])
+  // Any JSON may hold arrays, whose slice keeps whole elements: only text may be sliced there.
+  t.match(problems('token', '{{ data.list | slice: -1, 1 }}'), [/slice only text/])
+  t.match(problems('token', '{{ data.list | slice: -1, 1 | to_string }}'), [/slice only text/])
+  t.same(problems('token', '{{ data.list | to_string | slice: -4, 4 }}'), [])
 })
 
 t.test('allowedMask renders only masks within the limits', async (t) => {
