@@ -81,7 +81,12 @@ function assertUnavailable(t: Test, results: { value: TestResponse; ms: number }
 }
 
 async function assertRecovered(t: Test, { app, key, token, cached }: Setup): Promise<void> {
-  await until(async () => (await app.request('GET', '/readyz', { key: null })).status === 200, 'readiness back')
+  // Nothing but the probe until readiness is back, as for an instance a load balancer took out
+  // of rotation: no component may wait for traffic to find out it recovered.
+  let ready: TestResponse | undefined
+  await until(async () => (ready = await app.request('GET', '/readyz', { key: null })).status === 200, 'readiness back').catch((err: unknown) => {
+    throw new Error(`${String(err)}: ${ready?.text}`)
+  })
   await until(async () => app.services.bus.live, 'listener back')
   t.equal((await app.request('POST', '/tokens', { key, body: { type: 'token', data: 'after' } })).status, 201, 'writes work again')
   t.equal((await app.request('GET', `/tokens/${token}`, { key })).body.data, 'kept', 'nothing lost')
