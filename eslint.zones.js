@@ -17,8 +17,21 @@ const zones = [
   { name: 'storage', files: ['src/store/**/*.ts', 'src/cache/**/*.ts'] },
   { name: 'store', files: ['src/store/**/*.ts'] },
   { name: 'redis-store', files: ['src/ratelimit/stores/redis.ts'] },
+  { name: 'runtime-host', files: ['src/reactors/runtime/host/**/*.ts'] },
+  { name: 'runtime-shared', files: ['src/reactors/runtime/shared/**/*.ts'] },
   { name: 'runtime-child', files: ['src/reactors/runtime/child/**/*.ts'] },
 ]
+
+/**
+ * What each side of the runtime boundary may import of the app beyond its own folder, as one
+ * regular expression over the import path: anything that climbs out of the folder (`../`) and is
+ * not one of the allowed places. (`../child/` from the host side has its own message above.)
+ */
+const RUNTIME_SIDES = {
+  child: '^\\.\\./(?!shared/[^/]+$|\\.\\./\\.\\./errors/log-safe\\.js$|\\.\\./\\.\\./shapes/[^/]+$)',
+  shared: '^\\.\\./(?!\\.\\./\\.\\./errors/log-safe\\.js$)',
+  host: '^\\.\\./(?!shared/[^/]+$|child/|\\.\\./scheduling/[^/]+$|\\.\\./\\.\\./errors/[^/]+$)',
+}
 
 const restrictions = [
   {
@@ -42,6 +55,21 @@ const restrictions = [
     liftedIn: ['runtime-child'],
   },
   {
+    regex: RUNTIME_SIDES.child,
+    message: 'The runtime child runs tenant code: of the app it imports only runtime/shared/, errors/log-safe.ts and shapes/.',
+    appliesIn: ['runtime-child'],
+  },
+  {
+    regex: RUNTIME_SIDES.shared,
+    message: 'runtime/shared/ is loaded on both sides of the boundary: of the app it imports only errors/log-safe.ts.',
+    appliesIn: ['runtime-shared'],
+  },
+  {
+    regex: RUNTIME_SIDES.host,
+    message: 'runtime/host/ is owned by reactors/supervisor.ts: of the app it imports only runtime/shared/, reactors/scheduling/ and errors/.',
+    appliesIn: ['runtime-host'],
+  },
+  {
     patterns: FEATURES.map((f) => `**/${f}/**`),
     message: 'Storage (store/, cache/) sits below the domain: it never imports a feature folder.',
     appliesIn: ['storage', 'store'],
@@ -54,7 +82,7 @@ const restrictions = [
   {
     patterns: ['**/http/**', '../http', '../../http'],
     message: 'Domain modules never import http/: routes call the domain, not the other way round.',
-    appliesIn: ['domain', 'egress', 'storage', 'store', 'redis-store', 'runtime-child'],
+    appliesIn: ['domain', 'egress', 'storage', 'store', 'redis-store', 'runtime-host', 'runtime-shared', 'runtime-child'],
   },
 ]
 
@@ -70,7 +98,10 @@ export const importZones = zones.map((zone) => {
     rules: {
       'no-restricted-imports': ['error', {
         paths: held.flatMap((r) => (r.paths ?? []).map((name) => ({ name, message: r.message }))),
-        patterns: held.filter((r) => r.patterns).map((r) => ({ group: r.patterns, message: r.message })),
+        patterns: [
+          ...held.filter((r) => r.patterns).map((r) => ({ group: r.patterns, message: r.message })),
+          ...held.filter((r) => r.regex).map((r) => ({ regex: r.regex, message: r.message })),
+        ],
       }],
     },
   }

@@ -47,7 +47,7 @@ export function buildApp(services: Services, drain = new Drain()): Koa<AppState>
   // Before authentication and body parsing, so a flood costs as little as possible.
   app.use(rateLimitMiddleware(services.limiter, config))
   // Claims /proxy before the routers, so none of them can answer it without `proxy_error`.
-  app.use(proxyRoute({ authenticator: services.authenticator, proxy: services.proxy, proxies: services.proxies, tenantSettings: services.tenantSettings, bodyLimitBytes: config.bodyLimitBytes, audit: services.audit }))
+  app.use(proxyRoute({ authenticator: services.authenticator, proxy: services.proxy, proxies: services.proxies, tenantSettings: services.tenantSettings, bodyLimitBytes: config.bodyLimitBytes, audit: services.audit, clock: services.clock }))
   app.use(textGuard())
   for (const router of buildRouters(services, drain)) {
     app.use(router.routes())

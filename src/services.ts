@@ -7,6 +7,7 @@ import { createAuditLog, type AuditLog } from './audit/audit-log.js'
 import { apiKeyHasher, type ApiKeyHasher } from './auth/api-keys.js'
 import { createAuthenticator, type Authenticator } from './auth/authenticator.js'
 import { applicationLookup } from './auth/application-lookup.js'
+import { systemClock, type Clock } from './clock.js'
 import type { Config } from './config/index.js'
 import { describeError } from './errors/index.js'
 import type { Secrets } from './config/secrets.js'
@@ -15,7 +16,7 @@ import { openStore, type Store } from './store/index.js'
 import { createEphemeralProxy } from './proxy/ephemeral-proxy.js'
 import { createForwarder } from './egress/forward.js'
 import type { ProxyService } from './proxy/service.js'
-import { proxiesService, type ProxiesService } from './proxies/service.js'
+import { preconfiguredProxiesService, type PreconfiguredProxiesService } from './proxies/service.js'
 import type { OpenDatabaseOptions } from './store/database.js'
 import { tenantsService, type TenantsService } from './tenants/service.js'
 import { sessionLookup, sessionsService, type SessionsService } from './vault/sessions.js'
@@ -23,7 +24,8 @@ import { tokenService, type TokenService, type TokenView } from './vault/token-s
 import { createTokenCache } from './vault/token-cache.js'
 import { reactorBridges } from './reactors/bridges.js'
 import { createReactorCache } from './reactors/reactor-cache.js'
-import { reactorActor, reactorsService, type ReactorsService } from './reactors/service.js'
+import { createCodeHost } from './reactors/code-host.js'
+import { reactorsService, type ReactorsService } from './reactors/service.js'
 import { ReactorSupervisor } from './reactors/supervisor.js'
 import { openVaultKeys, type VaultKeys } from './vault/vault-keys.js'
 import { createTenantSettingsCache, type TenantSettingsCache } from './tenants/settings-cache.js'
@@ -40,6 +42,8 @@ export interface Services {
   store: Store
   /** How every cache learns of changes, here and in the other processes. */
   bus: InvalidationBus
+  /** The time every expiry decision reads. */
+  clock: Clock
   hasher: ApiKeyHasher
   authenticator: Authenticator
   applications: ApplicationsService
@@ -53,7 +57,7 @@ export interface Services {
   sessions: SessionsService
   supervisor: ReactorSupervisor
   reactors: ReactorsService
-  proxies: ProxiesService
+  proxies: PreconfiguredProxiesService
   idempotency: IdempotencyService
   /** The shutdown deadline: destination and Reactor calls still running fail now with 503. */
   abortInFlight(): Promise<void>
@@ -69,15 +73,21 @@ export interface Rendering {
   presentToken: (view: TokenView) => unknown
 }
 
-export async function openServices(config: Config, logger: Logger, secrets: Pick<Secrets, 'masterKey' | 'keyHashSecret'>, rendering: Rendering, dbOptions: OpenDatabaseOptions = {}): Promise<Services> {
+export interface OpenServicesOptions extends OpenDatabaseOptions {
+  /** What time it is for every expiry decision (tests move it); the system clock by default. */
+  clock?: Clock
+}
+
+export async function openServices(config: Config, logger: Logger, secrets: Pick<Secrets, 'masterKey' | 'keyHashSecret'>, rendering: Rendering, options: OpenServicesOptions = {}): Promise<Services> {
+  const { clock = systemClock, ...dbOptions } = options
   const metrics = createMetrics()
   const limiter = instrumentLimiter(createRateLimiter({ config, logger }), metrics)
-  const store = await openStore(config, { logger, ...dbOptions })
+  const store = await openStore(config, { logger, ...dbOptions, clock })
   const bus = createInvalidationBus(store.db, logger)
   const hasher = apiKeyHasher(secrets.keyHashSecret)
-  const authenticator = createAuthenticator({ bus, hasher, logger, lookups: [applicationLookup(store), sessionLookup(store)] })
+  const authenticator = createAuthenticator({ bus, hasher, logger, clock, lookups: [applicationLookup(store), sessionLookup(store)] })
   await authenticator.start()
-  const applications = applicationsService({ store, hasher, authenticator })
+  const applications = applicationsService({ store, hasher, authenticator, clock })
   const applicationKeys = applicationKeysService({ store, hasher, authenticator, applications })
   const tenantSettings = createTenantSettingsCache({ bus, load: (id) => store.tenants.findById(id) })
   await tenantSettings.start()
@@ -85,10 +95,10 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
   await tenants.bootstrap(config.bootstrapApiKey, logger)
 
   const keys = await openVaultKeys(store, secrets.masterKey, logger)
-  const tokenCache = createTokenCache(bus)
+  const tokenCache = createTokenCache(bus, clock)
   await tokenCache.start()
   const tokens = instrumentTokens(tokenService(store, keys, tokenCache), metrics)
-  const sessions = sessionsService({ store, hasher, authenticator })
+  const sessions = sessionsService({ store, hasher, authenticator, clock })
 
   const forwarder = instrumentForwarder(createForwarder(config.proxy), metrics)
   const proxy = createEphemeralProxy({ forwarder, vault: tokens, config })
@@ -96,12 +106,17 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
   const supervisor = new ReactorSupervisor({
     config: config.reactors,
     logger,
-    bridges: reactorBridges({ store, keys, tokens, forwarder, config, present: rendering.presentToken }),
+    bridges: reactorBridges({ store, keys, tokens, forwarder, config, present: rendering.presentToken, clock }),
   })
-  const reactorCache = createReactorCache({ bus, loadReactor: (tenantId, id) => store.reactors.findById(tenantId, id), loadActor: (reactor) => reactorActor(store, reactor) })
+  const host = createCodeHost({ store, runtime: supervisor, codeMaxChars: config.reactors.codeMaxChars })
+  const reactorCache = createReactorCache({
+    bus,
+    loadReactor: (tenantId, id) => store.reactors.findById(tenantId, id),
+    loadActor: (reactor) => host.actor(reactor.tenant_id, reactor.application_id),
+  })
   await reactorCache.start()
-  const reactors = reactorsService({ store, keys, tokens, supervisor, config, present: rendering.presentToken, cache: reactorCache })
-  const proxies = proxiesService({ store, bus, hasher, supervisor, forwarder, tokens, config })
+  const reactors = reactorsService({ store, keys, tokens, host, config, present: rendering.presentToken, cache: reactorCache, clock })
+  const proxies = preconfiguredProxiesService({ store, bus, hasher, host, forwarder, tokens, config })
   await proxies.start()
 
   const audit = createAuditLog({ store, keyring: auditKeyring(config.audit.secret, secrets.keyHashSecret), config: config.audit, logger })
@@ -117,7 +132,7 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
   // Expired Applications, sessions, tokens and idempotency keys already fail (or are taken over)
   // at once; the sweep only reclaims rows.
   const sweep = setInterval(() => {
-    Promise.all([applications.sweepExpired(), sessions.sweepExpired(), store.tokens.deleteExpired(new Date()), idempotency.pruneExpired()]).catch((err: unknown) =>
+    Promise.all([applications.sweepExpired(), sessions.sweepExpired(), store.tokens.deleteExpired(new Date(clock())), idempotency.pruneExpired()]).catch((err: unknown) =>
       logger.error({ err: describeError(err) }, 'expiry sweep failed'),
     )
   }, config.expirySweepSeconds * 1000)
@@ -137,6 +152,7 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
     metrics,
     store,
     bus,
+    clock,
     hasher,
     authenticator,
     applications,

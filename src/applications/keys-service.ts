@@ -6,11 +6,10 @@ import type { Principal } from '../auth/principal.js'
 import { AppError } from '../errors/index.js'
 import type { ApplicationKeyRecord, Store } from '../store/index.js'
 import type { ApplicationsService } from './service.js'
+import { isUuid } from '../shapes/ids.js'
 
 /** Extra keys an Application may hold beside its own (the one create and regenerate issue). */
 export const MAX_APPLICATION_KEYS = 10
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 export interface KeyWithSecret {
   record: ApplicationKeyRecord
@@ -48,7 +47,7 @@ export function applicationKeysService(deps: { store: Store; hasher: ApiKeyHashe
 
     async getKey(tenantId: string, applicationId: string, keyId: string): Promise<ApplicationKeyRecord> {
       const app = await applications.getApplication(tenantId, applicationId)
-      const record = UUID.test(keyId) ? await store.applicationKeys.findById(tenantId, app.id, keyId) : undefined
+      const record = isUuid(keyId) ? await store.applicationKeys.findById(tenantId, app.id, keyId) : undefined
       if (!record) throw notFound()
       return record
     },
@@ -57,7 +56,7 @@ export function applicationKeysService(deps: { store: Store; hasher: ApiKeyHashe
     async deleteKey(caller: Principal, applicationId: string, keyId: string): Promise<void> {
       const app = await applications.getApplication(caller.tenantId, applicationId)
       authorizeApplicationChange(caller, app)
-      if (!UUID.test(keyId)) throw notFound()
+      if (!isUuid(keyId)) throw notFound()
       const deleted = await store.transaction(async (trx) => {
         const keyHash = await store.applicationKeys.delete(caller.tenantId, app.id, keyId, trx)
         return keyHash === undefined ? undefined : { keyHash, sessions: await store.sessions.deleteOfKey(caller.tenantId, keyHash, trx) }

@@ -1,17 +1,20 @@
-import { randomUUID } from 'node:crypto'
 import { newApiKey, type ApiKeyHasher } from '../auth/api-keys.js'
 import type { Authenticator } from '../auth/authenticator.js'
 import { validateRules } from '../auth/access-rules.js'
 import { isKnownPermission, mayHold } from '../auth/permissions.js'
 import { authorizeApplicationChange, authorizeGrant, narrows } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
+import type { Clock } from '../clock.js'
 import { AppError, ValidationError, type FieldErrors } from '../errors/index.js'
-import type { AccessRuleRecord, ApplicationFilter, ApplicationRecord, ApplicationType, Page, Store } from '../store/index.js'
+import { changeStamp, newRecordStamp, type AccessRuleRecord, type ApplicationFilter, type ApplicationRecord, type ApplicationType, type Page, type Store } from '../store/index.js'
+import { isUuid } from '../shapes/ids.js'
 
 export interface ApplicationsDeps {
   store: Store
   hasher: ApiKeyHasher
   authenticator: Authenticator
+  /** Whether an expiry is in the future, and which Applications the sweep removes. */
+  clock: Clock
 }
 
 export interface ApplicationInput {
@@ -33,13 +36,11 @@ export interface WithKey {
   key: string
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-
 export function applicationsService(deps: ApplicationsDeps) {
   const { store, hasher, authenticator } = deps
 
   async function find(tenantId: string, id: string): Promise<ApplicationRecord> {
-    const app = UUID.test(id) ? await store.applications.findById(tenantId, id) : undefined
+    const app = isUuid(id) ? await store.applications.findById(tenantId, id) : undefined
     if (!app) throw new AppError('not_found', { detail: 'No Application with this id.' })
     return app
   }
@@ -59,23 +60,17 @@ export function applicationsService(deps: ApplicationsDeps) {
       const rules = input.rules ?? []
       const errors = validateGrants(input.type, permissions, rules)
       const expiresAt = input.expires_at ? new Date(input.expires_at) : null
-      if (expiresAt && expiresAt.getTime() <= Date.now()) (errors.expires_at ??= []).push('must be in the future')
+      if (expiresAt && expiresAt.getTime() <= deps.clock()) (errors.expires_at ??= []).push('must be in the future')
       if (Object.keys(errors).length) throw new ValidationError(errors)
       authorizeGrant(caller, { permissions, rules }, { what: 'The new Application' })
       const key = newApiKey(input.type)
-      const now = new Date()
       const application: ApplicationRecord = {
-        id: randomUUID(),
-        tenant_id: caller.tenantId,
+        ...newRecordStamp(caller),
         name: input.name,
         type: input.type,
         key_hash: hasher.hash(key),
         permissions,
         rules,
-        created_by: caller.id,
-        created_at: now,
-        modified_by: caller.id,
-        modified_at: now,
         expires_at: expiresAt,
       }
       // The key is shown once, in this answer: an insert that committed must not be reported as failed.
@@ -101,8 +96,7 @@ export function applicationsService(deps: ApplicationsDeps) {
         name: input.name,
         permissions,
         rules,
-        modified_by: caller.id,
-        modified_at: new Date(),
+        ...changeStamp(caller),
       })
       if (!result) throw new AppError('not_found', { detail: 'No Application with this id.' })
       // Cached principals carry the old grants, the sessions it authorized the old bound. A
@@ -122,7 +116,7 @@ export function applicationsService(deps: ApplicationsDeps) {
       authorizeApplicationChange(caller, current)
       const key = newApiKey(current.type)
       const { result, sessions } = await store.transaction(async (trx) => ({
-        result: await store.applications.update(caller.tenantId, id, { key_hash: hasher.hash(key), modified_by: caller.id, modified_at: new Date() }, trx),
+        result: await store.applications.update(caller.tenantId, id, { key_hash: hasher.hash(key), ...changeStamp(caller) }, trx),
         sessions: await store.sessions.deleteOf(caller.tenantId, id, trx),
       }))
       if (!result) throw new AppError('not_found', { detail: 'No Application with this id.' })
@@ -146,7 +140,7 @@ export function applicationsService(deps: ApplicationsDeps) {
      * Deletes Applications past `expires_at` (their extra keys with them) and their sessions. All
      * already fail from that instant (authentication and every decision check expiry); the sweep reclaims rows.
      */
-    async sweepExpired(now = new Date()): Promise<number> {
+    async sweepExpired(now = new Date(deps.clock())): Promise<number> {
       const expired = await store.applications.deleteExpired(now)
       for (const app of expired) await invalidate(app.key_hash, await store.sessions.deleteOf(app.tenant_id, app.id))
       return expired.length

@@ -1,4 +1,5 @@
-import type { FieldErrors } from '../errors/index.js'
+import { FieldErrorList, type FieldErrors } from '../errors/index.js'
+import { isRecord } from '../shapes/http-parts.js'
 import { isKnownPermission, mayHold } from './permissions.js'
 
 export type Transform = 'redact' | 'mask' | 'reveal'
@@ -86,7 +87,7 @@ const CONDITION_KEYS = new Set(['attribute', 'operator', 'value'])
  * uniqueness, the permission table, and which scope each holder type needs.
  */
 export function validateRules(rules: unknown, type: RuleHolderType): FieldErrors {
-  const errors = new ErrorList()
+  const errors = new FieldErrorList()
   if (!Array.isArray(rules)) {
     errors.add('rules', 'must be an array')
     return errors.fields
@@ -107,13 +108,13 @@ export function validateRules(rules: unknown, type: RuleHolderType): FieldErrors
 
 /** Plain `permissions`, keyed like `permissions[0]`. */
 export function validatePermissions(permissions: unknown, type: RuleHolderType, field = 'permissions'): FieldErrors {
-  const errors = new ErrorList()
+  const errors = new FieldErrorList()
   if (!Array.isArray(permissions)) errors.add(field, 'must be an array')
   else permissions.forEach((p: unknown, i) => checkPermission(p, `${field}[${i}]`, type, errors))
   return errors.fields
 }
 
-function checkPriority(priority: unknown, at: string, seen: Map<number, number>, i: number, errors: ErrorList): void {
+function checkPriority(priority: unknown, at: string, seen: Map<number, number>, i: number, errors: FieldErrorList): void {
   if (typeof priority !== 'number' || !Number.isSafeInteger(priority) || priority < 1) {
     errors.add(`${at}.priority`, 'must be an integer >= 1')
     return
@@ -123,7 +124,7 @@ function checkPriority(priority: unknown, at: string, seen: Map<number, number>,
   else errors.add(`${at}.priority`, `must be unique: rules[${first}] has priority ${priority} too`)
 }
 
-function checkPermissions(permissions: unknown, field: string, type: RuleHolderType, errors: ErrorList): void {
+function checkPermissions(permissions: unknown, field: string, type: RuleHolderType, errors: FieldErrorList): void {
   if (!Array.isArray(permissions) || permissions.length === 0) {
     errors.add(field, 'must be a non-empty array of permissions')
     return
@@ -131,7 +132,7 @@ function checkPermissions(permissions: unknown, field: string, type: RuleHolderT
   permissions.forEach((p: unknown, i) => checkPermission(p, `${field}[${i}]`, type, errors))
 }
 
-function checkPermission(permission: unknown, field: string, type: RuleHolderType, errors: ErrorList): void {
+function checkPermission(permission: unknown, field: string, type: RuleHolderType, errors: FieldErrorList): void {
   if (typeof permission !== 'string' || !isKnownPermission(permission)) {
     errors.add(field, 'must be a known permission')
     return
@@ -141,7 +142,7 @@ function checkPermission(permission: unknown, field: string, type: RuleHolderTyp
   if (!mayHold(holder, permission)) errors.add(field, `may not be held by a ${type === 'session' ? 'session' : `${type} Application`}`)
 }
 
-function checkScope(rule: Record<string, unknown>, at: string, type: RuleHolderType, errors: ErrorList): void {
+function checkScope(rule: Record<string, unknown>, at: string, type: RuleHolderType, errors: FieldErrorList): void {
   const { container, conditions } = rule
   if (container !== undefined && conditions !== undefined) {
     errors.add(`${at}.container`, 'must not be given together with conditions')
@@ -160,7 +161,7 @@ function checkScope(rule: Record<string, unknown>, at: string, type: RuleHolderT
   if (container === undefined && type !== 'management') errors.add(`${at}.container`, `is required for ${type} Applications`)
 }
 
-function checkConditions(conditions: unknown, field: string, errors: ErrorList): void {
+function checkConditions(conditions: unknown, field: string, errors: FieldErrorList): void {
   if (!Array.isArray(conditions) || conditions.length === 0) {
     errors.add(field, 'must be a non-empty array')
     return
@@ -175,17 +176,4 @@ function checkConditions(conditions: unknown, field: string, errors: ErrorList):
     }
     if (typeof condition.value !== 'string' || condition.value === '') errors.add(`${at}.value`, 'must be a non-empty string')
   })
-}
-
-class ErrorList {
-  // No prototype: a field named after a caller's key (`constructor`) must not find Object.prototype's.
-  readonly fields: FieldErrors = Object.create(null) as FieldErrors
-
-  add(field: string, message: string): void {
-    ;(this.fields[field] ??= []).push(message)
-  }
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }

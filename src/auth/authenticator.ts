@@ -1,6 +1,7 @@
 import type { Logger } from 'pino'
 import { approximateBytes } from '../cache/approximate-bytes.js'
-import { createInvalidatingCache } from '../cache/invalidating-cache.js'
+import { createInvalidatingCache, loadingCache } from '../cache/invalidating-cache.js'
+import { systemClock, type Clock } from '../clock.js'
 import type { InvalidationBus } from '../cache/invalidation-bus.js'
 import { AppError } from '../errors/index.js'
 import { looksLikeKey, type ApiKeyHasher } from './api-keys.js'
@@ -24,8 +25,9 @@ export interface Authenticator {
  * A key that is regenerated or deleted must stop working at once in every Tessera process:
  * the invalidating cache drops it everywhere (and caches nothing while it could miss that).
  */
-export function createAuthenticator(deps: { bus: InvalidationBus; hasher: ApiKeyHasher; lookups: PrincipalLookup[]; logger: Logger }): Authenticator {
-  const cache = createInvalidatingCache<Principal>({ bus: deps.bus, channel: AUTH_CHANNEL, maxEntries: 50_000, maxBytes: 32 * 1024 * 1024, sizeOf: approximateBytes })
+export function createAuthenticator(deps: { bus: InvalidationBus; hasher: ApiKeyHasher; lookups: PrincipalLookup[]; logger: Logger; clock?: Clock }): Authenticator {
+  const clock = deps.clock ?? systemClock
+  const cached = createInvalidatingCache<Principal>({ bus: deps.bus, channel: AUTH_CHANNEL, maxEntries: 50_000, maxBytes: 32 * 1024 * 1024, sizeOf: approximateBytes })
 
   async function lookup(keyHash: string): Promise<Principal | undefined> {
     for (const find of deps.lookups) {
@@ -34,17 +36,18 @@ export function createAuthenticator(deps: { bus: InvalidationBus; hasher: ApiKey
     }
     return undefined
   }
+  const cache = loadingCache(cached, lookup)
 
   return {
     async authenticate(key) {
       if (!key) throw new AppError('unauthenticated', { detail: 'The SVC-API-KEY header is required.' })
       if (!looksLikeKey(key)) throw new AppError('unauthenticated', { detail: 'The API key is not valid.' })
       const keyHash = deps.hasher.hash(key)
-      const principal = await cache.get(keyHash, () => lookup(keyHash))
+      const principal = await cache.get(keyHash)
       if (!principal || !deps.hasher.sameHash(keyHash, principal.keyHash)) {
         throw new AppError('unauthenticated', { detail: 'The API key is not valid.' })
       }
-      if (principal.expiresAt && principal.expiresAt.getTime() <= Date.now()) {
+      if (principal.expiresAt && principal.expiresAt.getTime() <= clock()) {
         throw new AppError('unauthenticated', { detail: 'The API key has expired.' })
       }
       return principal

@@ -173,8 +173,8 @@ export function unknownProxyKey(callerAuthenticated: boolean): AppError {
  * token:use Application of the proxy's tenant); without, the proxy's own Application, which
  * its creator could only bind if it held at least as much (see `authorizeBinding`).
  */
-export function preconfiguredProxyPrincipal(proxy: { tenant_id: string; require_auth: boolean }, actor: Principal | undefined, caller: Principal | undefined): Principal {
-  const principal = proxy.require_auth ? caller : actingApplication(actor, 'proxy')
+export function preconfiguredProxyPrincipal(proxy: { tenant_id: string; require_auth: boolean }, actor: Principal | undefined, caller: Principal | undefined, now = Date.now()): Principal {
+  const principal = proxy.require_auth ? caller : actingApplication(actor, 'proxy', now)
   if (principal === undefined) throw new AppError('unauthenticated', { detail: 'The SVC-API-KEY header is required.' })
   if (principal.tenantId !== proxy.tenant_id) throw new AppError('forbidden', { detail: NO_SUCH_PROXY })
   authorizeProxyCaller(principal)
@@ -182,9 +182,9 @@ export function preconfiguredProxyPrincipal(proxy: { tenant_id: string; require_
 }
 
 /** The Application a Reactor or a proxy's code acts as: there, and not expired, at each use. */
-export function actingApplication(actor: Principal | undefined, what: 'Reactor' | 'proxy'): Principal {
+export function actingApplication(actor: Principal | undefined, what: 'Reactor' | 'proxy', now = Date.now()): Principal {
   if (actor === undefined) throw new AppError('forbidden', { detail: `The ${what} has no Application to act as.` })
-  assertActive(actor)
+  assertActive(actor, now)
   return actor
 }
 

@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '../clock.js'
 import { EVERY_KEY, type InvalidationBus } from './invalidation-bus.js'
 
 export interface InvalidatingCacheOptions<V> {
@@ -17,6 +18,8 @@ export interface InvalidatingCacheOptions<V> {
   dependsOn?: { channel: string; matches(value: V, key: string): boolean }
   /** An entry left the cache (to wipe key material). */
   onEvict?(value: V): void
+  /** What the TTL and `expiresAt` are measured against; the system clock by default. */
+  clock?: Clock
 }
 
 export interface InvalidatingCache<V> {
@@ -33,6 +36,23 @@ export interface InvalidatingCache<V> {
   /** Subscribes to the channels; before this, nothing is cached. */
   start(): Promise<void>
   stats(): { entries: number; bytes: number; caching: boolean }
+}
+
+/** The cache as most owners use it: it loads its own misses, since the key is all a load needs. */
+export interface LoadingCache<V> {
+  /** From memory when cached and fresh, else loaded (and kept); undefined when there is nothing to load. */
+  get(key: string): Promise<V | undefined>
+  /** Drops `key` here now and in every other process. */
+  invalidate(key: string): Promise<void>
+  start(): Promise<void>
+}
+
+export function loadingCache<V>(cache: InvalidatingCache<V>, load: (key: string) => Promise<V | undefined>): LoadingCache<V> {
+  return {
+    get: (key) => cache.get(key, () => load(key)),
+    invalidate: (key) => cache.invalidate(key),
+    start: () => cache.start(),
+  }
 }
 
 interface Entry<V> {
@@ -53,7 +73,7 @@ const ENTRY_OVERHEAD_BYTES = 96
  * leave a stale entry). When the listener is back every entry is dropped and caching resumes.
  */
 export function createInvalidatingCache<V>(options: InvalidatingCacheOptions<V>): InvalidatingCache<V> {
-  const { bus, maxEntries, maxBytes } = options
+  const { bus, maxEntries, maxBytes, clock = systemClock } = options
   const entries = new Map<string, Entry<V>>()
   let bytes = 0
   let generation = 0
@@ -83,7 +103,7 @@ export function createInvalidatingCache<V>(options: InvalidatingCacheOptions<V>)
   function peek(key: string): V | undefined {
     const entry = entries.get(key)
     if (entry === undefined) return undefined
-    if (entry.until <= Date.now()) return void remove(key)
+    if (entry.until <= clock()) return void remove(key)
     // Map order is insertion order: moving a hit to the end keeps eviction least-recently-used.
     entries.delete(key)
     entries.set(key, entry)
@@ -99,7 +119,7 @@ export function createInvalidatingCache<V>(options: InvalidatingCacheOptions<V>)
       if (entries.size < maxEntries && bytes + size <= maxBytes) break
       remove(oldest)
     }
-    const ttlUntil = options.ttlMs === undefined ? Infinity : Date.now() + options.ttlMs
+    const ttlUntil = options.ttlMs === undefined ? Infinity : clock() + options.ttlMs
     entries.set(key, { value, bytes: size, until: Math.min(ttlUntil, options.expiresAt?.(value) ?? Infinity) })
     bytes += size
   }

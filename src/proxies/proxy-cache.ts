@@ -1,4 +1,5 @@
 import type { Principal } from '../auth/principal.js'
+import { loadingCache, type LoadingCache } from '../cache/invalidating-cache.js'
 import type { InvalidationBus } from '../cache/invalidation-bus.js'
 import type { ProxyService } from '../proxy/service.js'
 import { createCodeCache } from '../reactors/code-cache.js'
@@ -11,13 +12,8 @@ export interface CachedProxy {
   service: ProxyService
 }
 
-export interface ProxyCache {
-  /** The proxy whose key hashes to `keyHash`, from memory when cached, else loaded (and cached). */
-  get(keyHash: string): Promise<CachedProxy | undefined>
-  /** Entries are keyed, and so invalidated, by the proxy's key hash. */
-  invalidate(keyHash: string): Promise<void>
-  start(): Promise<void>
-}
+/** Keyed, and so invalidated, by the proxy's key hash. */
+export type ProxyCache = LoadingCache<CachedProxy>
 
 /** A proxy key resolves without a database round trip on every call. */
 export function createProxyCache(deps: { bus: InvalidationBus; load: (keyHash: string) => Promise<CachedProxy | undefined> }): ProxyCache {
@@ -26,9 +22,5 @@ export function createProxyCache(deps: { bus: InvalidationBus; load: (keyHash: s
     channel: 'tessera_proxies',
     codeChars: (entry) => (entry.proxy.request_transform_code?.length ?? 0) + (entry.proxy.response_transform_code?.length ?? 0),
   })
-  return {
-    get: (keyHash) => cache.get(keyHash, () => deps.load(keyHash)),
-    invalidate: (keyHash) => cache.invalidate(keyHash),
-    start: () => cache.start(),
-  }
+  return loadingCache(cache, deps.load)
 }

@@ -4,14 +4,16 @@ import type { Forwarder } from '../egress/forward.js'
 import { createPipeline, registerPlugin, type Pipeline, type Registration } from './pipeline/index.js'
 import { destinationHeadersPlugin } from './plugins/destination-headers/index.js'
 import { detokenizePlugin, type TokenResolver } from './plugins/detokenize/index.js'
-import { requestTransformPlugin, responseTransformPlugin, type TransformRunner } from './plugins/transform/index.js'
+import type { CodeRunner } from '../reactors/code-host.js'
+import { requestTransformPlugin, responseTransformPlugin } from './plugins/transform/index.js'
 import type { TransformKind } from './plugins/transform/shapes.js'
 import { createProxyService, type ProxyService } from './service.js'
 
 /** What of a saved proxy shapes its pipeline. */
 export type ProxyPipelineSpec = Pick<ProxyRecord, 'id' | 'tenant_id' | 'version' | 'request_transform_code' | 'response_transform_code' | 'configuration'>
 
-export interface PreconfiguredProxies {
+/** The pipeline of each pre-configured proxy, and the ProxyService that runs it (proxies/ keeps the proxies themselves). */
+export interface PreconfiguredPipelines {
   /** Registers (and so validates) every plugin's config: called on save, and when a proxy is loaded. */
   pipeline(proxy: ProxyPipelineSpec): Pipeline
   /** The proxy's own service: its pipeline around the shared forwarder. */
@@ -23,13 +25,12 @@ export interface PreconfiguredProxies {
  * the proxy's own. The plugins themselves are made once, here, at boot; each proxy only adds
  * its configs (its transform code and configuration).
  */
-export function createPreconfiguredProxies(deps: { forwarder: Forwarder; vault: TokenResolver; runner: TransformRunner; config: Config }): PreconfiguredProxies {
+export function createPreconfiguredPipelines(deps: { forwarder: Forwarder; vault: TokenResolver; runner: CodeRunner; config: Config }): PreconfiguredPipelines {
   const { config } = deps
-  const limits = { codeMaxChars: config.reactors.codeMaxChars, payloadMaxBytes: config.reactors.payloadMaxBytes }
   const detokenize = detokenizePlugin(deps.vault)
   const destinationHeaders = destinationHeadersPlugin()
-  const requestTransform = requestTransformPlugin(deps.runner, limits)
-  const responseTransform = responseTransformPlugin(deps.runner, limits)
+  const requestTransform = requestTransformPlugin(deps.runner)
+  const responseTransform = responseTransformPlugin(deps.runner, { payloadMaxBytes: config.reactors.payloadMaxBytes })
 
   function pipeline(proxy: ProxyPipelineSpec): Pipeline {
     const registrations: Registration[] = [

@@ -1,5 +1,6 @@
 import { actingApplication } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
+import type { Clock } from '../clock.js'
 import type { Config } from '../config/index.js'
 import { readBounded } from '../egress/body.js'
 import { buildDestination } from '../egress/destination-url.js'
@@ -28,9 +29,10 @@ export function reactorBridges(deps: {
   forwarder: Forwarder
   config: Config
   present: (view: Parameters<Parameters<typeof tokenizeValue>[3]>[0]) => unknown
+  clock: Clock
 }): HostBridges {
   // Checked at every bridge call: an Application that expired during a long invocation stops acting.
-  const actor = (ctx: unknown): Principal => actingApplication((ctx as InvocationContext).actor, 'Reactor')
+  const actor = (ctx: unknown): Principal => actingApplication((ctx as InvocationContext).actor, 'Reactor', deps.clock())
   return {
     tokenize: (ctx, value) => tokenizeValue(deps, actor(ctx), value, deps.present),
     detokenize: (ctx, value) => detokenizeValue(deps.tokens, actor(ctx), value, deps.config.expressions.maxTokens, 'token:use', (ctx as InvocationContext).tokenRead),

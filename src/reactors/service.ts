@@ -1,16 +1,15 @@
-import { randomUUID } from 'node:crypto'
-import { applicationPrincipal } from '../auth/application-lookup.js'
-import { actingApplication, authorizeBinding } from '../auth/policies.js'
+import { actingApplication } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
+import type { Clock } from '../clock.js'
 import type { Config } from '../config/index.js'
-import { AppError, ValidationError } from '../errors/index.js'
-import type { Page, ReactorRecord, Store } from '../store/index.js'
+import { AppError } from '../errors/index.js'
+import { isUuid } from '../shapes/ids.js'
+import { changeStamp, newRecordStamp, type Page, type ReactorRecord, type Store } from '../store/index.js'
 import type { TokenService, TokenView } from '../vault/token-service.js'
 import { detokenizeValue, tokenizeValue } from '../vault/tokenize.js'
 import type { VaultKeys } from '../vault/vault-keys.js'
-import type { InvocationContext } from './bridges.js'
+import type { CodeDraft, CodeHost, ReactorOutcome } from './code-host.js'
 import type { ReactorCache } from './reactor-cache.js'
-import type { ReactorOutcome, ReactorSupervisor } from './supervisor.js'
 
 export interface ReactorInput {
   name: string
@@ -24,48 +23,28 @@ export type ReactResult =
   | { kind: 'result'; body: { raw?: unknown; body?: unknown; headers?: unknown; tokens?: unknown } }
   | { kind: 'response'; status: number; headers: Record<string, string>; body: unknown }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-
 export function reactorsService(deps: {
   store: Store
   keys: VaultKeys
   tokens: TokenService
-  supervisor: ReactorSupervisor
+  host: CodeHost
   config: Config
   present: (view: TokenView) => unknown
   /** Reactors and the Applications they act as, for `react`; management routes read the store. */
   cache: ReactorCache
+  /** Whether the Application a Reactor acts as has expired. */
+  clock: Clock
 }) {
-  const { store, supervisor, cache } = deps
+  const { store, host, cache } = deps
+  const notFound = () => new AppError('not_found', { detail: 'No Reactor with this id.' })
 
   async function find(tenantId: string, id: string): Promise<ReactorRecord> {
-    const reactor = UUID.test(id) ? await store.reactors.findById(tenantId, id) : undefined
-    if (!reactor) throw new AppError('not_found', { detail: 'No Reactor with this id.' })
+    const reactor = isUuid(id) ? await store.reactors.findById(tenantId, id) : undefined
+    if (!reactor) throw notFound()
     return reactor
   }
 
-  /**
-   * Code is compiled on save, so a syntax error is a 422 now rather than a failure at each call.
-   * Whoever writes the code wields its Application, so binding one needs its grants within the
-   * caller's own.
-   */
-  async function prepare(caller: Principal, input: ReactorInput): Promise<void> {
-    if (input.code.length > deps.config.reactors.codeMaxChars) {
-      throw ValidationError.field('code', `must be at most ${deps.config.reactors.codeMaxChars} characters`)
-    }
-    if (input.application) {
-      const app = UUID.test(input.application.id) ? await store.applications.findById(caller.tenantId, input.application.id) : undefined
-      if (!app) throw ValidationError.field('application.id', 'no Application with this id')
-      authorizeBinding(caller, app)
-    }
-    await supervisor.compile(input.code)
-  }
-
-  /** Changing or removing code that acts as an Application needs that Application's grants within the caller's too. */
-  async function authorizeBound(caller: Principal, reactor: ReactorRecord): Promise<void> {
-    const app = reactor.application_id ? await store.applications.findById(caller.tenantId, reactor.application_id) : undefined
-    authorizeBinding(caller, app, 'id')
-  }
+  const draft = (input: ReactorInput): CodeDraft => ({ pieces: [{ code: input.code, field: 'code' }], application: input.application })
 
   async function shape(outcome: ReactorOutcome, actor: Principal | undefined, caller: Principal): Promise<ReactResult> {
     if (outcome.kind === 'response') return { kind: 'response', status: outcome.status, headers: outcome.headers, body: outcome.body }
@@ -74,7 +53,7 @@ export function reactorsService(deps: {
     const { raw, body, headers, tokenize } = value as Record<string, unknown>
     let tokens: unknown
     if (tokenize !== undefined) {
-      const acting = actingApplication(actor, 'Reactor')
+      const acting = actingApplication(actor, 'Reactor', deps.clock())
       // The answer goes to the caller: it shows no more than both may read.
       tokens = await tokenizeValue(deps, acting, tokenize, deps.present, [acting, caller])
     }
@@ -83,20 +62,14 @@ export function reactorsService(deps: {
 
   return {
     async createReactor(caller: Principal, input: ReactorInput): Promise<ReactorRecord> {
-      await prepare(caller, input)
-      const now = new Date()
+      await host.check(caller, draft(input))
       const reactor: ReactorRecord = {
-        id: randomUUID(),
-        tenant_id: caller.tenantId,
+        ...newRecordStamp(caller),
         name: input.name,
         code: input.code,
-        version: randomUUID(),
+        version: host.version([input.code]),
         configuration: input.configuration ?? {},
         application_id: input.application?.id ?? null,
-        created_by: caller.id,
-        created_at: now,
-        modified_by: caller.id,
-        modified_at: now,
       }
       await store.reactors.insert(reactor)
       return reactor
@@ -108,46 +81,38 @@ export function reactorsService(deps: {
 
     async updateReactor(caller: Principal, id: string, input: ReactorInput): Promise<ReactorRecord> {
       const current = await find(caller.tenantId, id)
-      await authorizeBound(caller, current)
-      await prepare(caller, input)
+      await host.authorizeBound(caller, current.application_id)
+      await host.check(caller, draft(input))
       const updated = await store.reactors.update(caller.tenantId, id, {
         name: input.name,
         code: input.code,
-        // A new version makes the runtime drop warm isolates compiled from the old code.
-        version: input.code === current.code ? current.version : randomUUID(),
+        version: host.version([input.code], { code: [current.code], version: current.version }),
         configuration: input.configuration ?? {},
         application_id: input.application?.id ?? null,
-        modified_by: caller.id,
-        modified_at: new Date(),
+        ...changeStamp(caller),
       })
       await cache.invalidate(id)
-      if (!updated) throw new AppError('not_found', { detail: 'No Reactor with this id.' })
+      if (!updated) throw notFound()
       return updated
     },
 
     async deleteReactor(caller: Principal, id: string): Promise<void> {
-      await authorizeBound(caller, await find(caller.tenantId, id))
-      if (!(await store.reactors.delete(caller.tenantId, id))) throw new AppError('not_found', { detail: 'No Reactor with this id.' })
+      const current = await find(caller.tenantId, id)
+      await host.authorizeBound(caller, current.application_id)
+      const deleted = await store.reactors.delete(caller.tenantId, id)
       await cache.invalidate(id)
-      supervisor.retire(id)
+      if (!deleted) throw notFound()
+      host.retire(id)
     },
 
     /** `args` expressions are detokenized under the caller's rules before the code sees them. */
     async react(caller: Principal, id: string, args: unknown, audit?: ReactorAudit): Promise<ReactResult> {
-      const cached = UUID.test(id) ? await cache.get(caller.tenantId, id) : undefined
-      if (!cached) throw new AppError('not_found', { detail: 'No Reactor with this id.' })
+      const cached = isUuid(id) ? await cache.get(caller.tenantId, id) : undefined
+      if (!cached) throw notFound()
       const { reactor, actor } = cached
       const detokenized = await detokenizeValue(deps.tokens, caller, args, deps.config.expressions.maxTokens, 'token:use', audit?.invoking)
-      const context: InvocationContext = { actor, tokenRead: audit?.tokenRead }
-      const outcome = await supervisor.invoke({
-        tenantId: reactor.tenant_id,
-        reactorId: reactor.id,
-        version: reactor.version,
-        code: reactor.code,
-        args: detokenized,
-        configuration: reactor.configuration,
-        context,
-      })
+      const code = { tenantId: reactor.tenant_id, reactorId: reactor.id, version: reactor.version, code: reactor.code, configuration: reactor.configuration }
+      const outcome = await host.invoke(code, detokenized, { actor, tokenRead: audit?.tokenRead })
       return shape(outcome, actor, caller)
     },
   }
@@ -161,11 +126,4 @@ export interface ReactorAudit {
   invoking(tokenIds: ReadonlySet<string>): Promise<void>
   /** Before a bridge hands the running code plaintext (`reactor.token_read`). */
   tokenRead(tokenIds: ReadonlySet<string>): Promise<void>
-}
-
-/** Runs as the Reactor's Application: tokenize/detokenize bridges and `{tokenize}` results. */
-export async function reactorActor(store: Store, reactor: ReactorRecord): Promise<Principal | undefined> {
-  if (!reactor.application_id) return undefined
-  const app = await store.applications.findById(reactor.tenant_id, reactor.application_id)
-  return app ? applicationPrincipal(app) : undefined
 }

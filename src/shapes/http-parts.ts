@@ -28,7 +28,7 @@ export function isAnswerStatus(value: unknown): value is number {
   return typeof value === 'number' && Number.isInteger(value) && value >= 200 && value <= 599
 }
 
-/** A plain object (not null, not an array). */
+/** A plain object (not null, not an array): any untrusted JSON (token data, access rules) is checked with this too. */
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }

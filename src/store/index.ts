@@ -1,31 +1,32 @@
 import type { Knex } from 'knex'
 import { openDatabase, type Database, type OpenDatabaseOptions } from './database.js'
 export { openDatabase, runMigrations, migrationStatus, type MigrationStatus } from './database.js'
-import { applicationsRepository } from './repositories/applications.js'
-import { applicationKeysRepository } from './repositories/application-keys.js'
-import { idempotencyRepository } from './repositories/idempotency.js'
-import { auditRepository } from './repositories/audit.js'
-import { metaRepository } from './repositories/meta.js'
-import { proxiesRepository } from './repositories/proxies.js'
-import { reactorsRepository } from './repositories/reactors.js'
-import { sessionsRepository } from './repositories/sessions.js'
-import { tokensRepository } from './repositories/tokens.js'
-import { tenantsRepository } from './repositories/tenants.js'
+import { applicationsRepository, type ApplicationsRepository } from './repositories/applications.js'
+import { applicationKeysRepository, type ApplicationKeysRepository } from './repositories/application-keys.js'
+import { idempotencyRepository, type IdempotencyRepository } from './repositories/idempotency.js'
+import { auditRepository, type AuditRepository } from './repositories/audit.js'
+import { metaRepository, type MetaRepository } from './repositories/meta.js'
+import { proxiesRepository, type ProxiesRepository } from './repositories/proxies.js'
+import { reactorsRepository, type ReactorsRepository } from './repositories/reactors.js'
+import { sessionsRepository, type SessionsRepository } from './repositories/sessions.js'
+import { tokensRepository, type TokensRepository } from './repositories/tokens.js'
+import { tenantsRepository, type TenantsRepository } from './repositories/tenants.js'
 import type { Config } from '../config/index.js'
+import { systemClock, type Clock } from '../clock.js'
 import { confirmedWrite } from './unavailable.js'
 
 export interface Store {
   db: Database
-  tenants: ReturnType<typeof tenantsRepository>
-  applications: ReturnType<typeof applicationsRepository>
-  applicationKeys: ReturnType<typeof applicationKeysRepository>
-  meta: ReturnType<typeof metaRepository>
-  tokens: ReturnType<typeof tokensRepository>
-  sessions: ReturnType<typeof sessionsRepository>
-  reactors: ReturnType<typeof reactorsRepository>
-  proxies: ReturnType<typeof proxiesRepository>
-  idempotency: ReturnType<typeof idempotencyRepository>
-  audit: ReturnType<typeof auditRepository>
+  tenants: TenantsRepository
+  applications: ApplicationsRepository
+  applicationKeys: ApplicationKeysRepository
+  meta: MetaRepository
+  tokens: TokensRepository
+  sessions: SessionsRepository
+  reactors: ReactorsRepository
+  proxies: ProxiesRepository
+  idempotency: IdempotencyRepository
+  audit: AuditRepository
   /** Runs `fn` in one transaction; repositories accept the transaction as their last argument. */
   transaction<T>(fn: (trx: Knex.Transaction) => Promise<T>): Promise<T>
   /**
@@ -35,15 +36,21 @@ export interface Store {
   confirmed(write: () => Promise<unknown>, landed: () => Promise<boolean>): Promise<void>
 }
 
-export async function openStore(config: Config, options: OpenDatabaseOptions = {}): Promise<Store> {
-  const db = await openDatabase(config, options)
+export interface OpenStoreOptions extends OpenDatabaseOptions {
+  /** What time it is for the queries that leave expired rows out (tokens); the system clock by default. */
+  clock?: Clock
+}
+
+export async function openStore(config: Config, options: OpenStoreOptions = {}): Promise<Store> {
+  const { clock = systemClock, ...dbOptions } = options
+  const db = await openDatabase(config, dbOptions)
   return {
     db,
     tenants: tenantsRepository(db.knex),
     applications: applicationsRepository(db.knex),
     applicationKeys: applicationKeysRepository(db.knex),
     meta: metaRepository(db.knex),
-    tokens: tokensRepository(db.knex),
+    tokens: tokensRepository(db.knex, clock),
     sessions: sessionsRepository(db.knex),
     reactors: reactorsRepository(db.knex),
     proxies: proxiesRepository(db.knex),
@@ -57,7 +64,9 @@ export async function openStore(config: Config, options: OpenDatabaseOptions = {
 }
 
 export type { Database } from './database.js'
-export type { ApplicationRecord, ApplicationType, ApplicationFilter, Page } from './repositories/applications.js'
+export type { ApplicationRecord, ApplicationType, ApplicationFilter } from './repositories/applications.js'
+export type { Page } from './repositories/page.js'
+export { changeStamp, newRecordStamp, type Author, type RecordStamp } from './repositories/stamps.js'
 export type { ApplicationKeyRecord } from './repositories/application-keys.js'
 export type { Tenant, TenantSettings } from './repositories/tenants.js'
 export { defaultTenantSettings } from './repositories/tenants.js'

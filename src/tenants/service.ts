@@ -4,7 +4,7 @@ import { newApiKey, type ApiKeyHasher } from '../auth/api-keys.js'
 import { fullCeiling, permissionsFor } from '../auth/permissions.js'
 import { AppError } from '../errors/index.js'
 import type { TenantSettingsCache } from './settings-cache.js'
-import { defaultTenantSettings, isUniqueViolation, type ApplicationRecord, type Store, type Tenant, type TenantSettings } from '../store/index.js'
+import { defaultTenantSettings, isUniqueViolation, newRecordStamp, type ApplicationRecord, type Store, type Tenant, type TenantSettings } from '../store/index.js'
 
 export interface TenantWithKey {
   tenant: Tenant
@@ -23,17 +23,12 @@ export function tenantsService(deps: { store: Store; hasher: ApiKeyHasher; setti
     const now = new Date()
     const tenant: Tenant = { id: randomUUID(), name, settings: { ...defaultTenantSettings }, created_at: now, modified_at: now }
     const application: ApplicationRecord = {
-      id: randomUUID(),
-      tenant_id: tenant.id,
+      ...newRecordStamp({ id: null, tenantId: tenant.id }, now),
       name: `${name} management`,
       type: 'management',
       key_hash: hasher.hash(key),
       permissions: permissionsFor('management'),
       rules: [fullCeiling()],
-      created_by: null,
-      created_at: now,
-      modified_by: null,
-      modified_at: now,
       expires_at: null,
     }
     try {

@@ -1,5 +1,5 @@
 import { approximateBytes } from '../cache/approximate-bytes.js'
-import { createInvalidatingCache } from '../cache/invalidating-cache.js'
+import { createInvalidatingCache, loadingCache } from '../cache/invalidating-cache.js'
 import type { InvalidationBus } from '../cache/invalidation-bus.js'
 import { AppError } from '../errors/index.js'
 import type { Tenant, TenantSettings } from '../store/index.js'
@@ -13,7 +13,7 @@ export interface TenantSettingsCache {
 }
 
 export function createTenantSettingsCache(deps: { bus: InvalidationBus; load: (id: string) => Promise<Tenant | undefined> }): TenantSettingsCache {
-  const cache = createInvalidatingCache<TenantSettings>({
+  const cached = createInvalidatingCache<TenantSettings>({
     bus: deps.bus,
     channel: 'tessera_tenant_settings',
     maxEntries: 10_000,
@@ -22,13 +22,13 @@ export function createTenantSettingsCache(deps: { bus: InvalidationBus; load: (i
     ttlMs: 5_000,
     sizeOf: approximateBytes,
   })
+  const cache = loadingCache(cached, async (tenantId) => (await deps.load(tenantId))?.settings)
   return {
+    ...cache,
     async get(tenantId) {
-      const settings = await cache.get(tenantId, async () => (await deps.load(tenantId))?.settings)
+      const settings = await cache.get(tenantId)
       if (!settings) throw new AppError('forbidden', { detail: 'The tenant does not exist.' })
       return settings
     },
-    invalidate: (tenantId) => cache.invalidate(tenantId),
-    start: () => cache.start(),
   }
 }

@@ -5,6 +5,7 @@ import { applicationPrincipal, holdsKey } from '../auth/application-lookup.js'
 import type { Authenticator } from '../auth/authenticator.js'
 import { authorizeGrant, authorizeSessionStep } from '../auth/policies.js'
 import type { Principal, PrincipalLookup } from '../auth/principal.js'
+import type { Clock } from '../clock.js'
 import { AppError, ValidationError, type FieldErrors } from '../errors/index.js'
 import type { AccessRuleRecord, Store } from '../store/index.js'
 
@@ -25,14 +26,14 @@ export interface SessionGrant {
  * longer than either Application and acts within its authorizer's current grants (see
  * `sessionLookup`).
  */
-export function sessionsService(deps: { store: Store; hasher: ApiKeyHasher; authenticator: Authenticator }) {
-  const { store, hasher, authenticator } = deps
+export function sessionsService(deps: { store: Store; hasher: ApiKeyHasher; authenticator: Authenticator; clock: Clock }) {
+  const { store, hasher, authenticator, clock } = deps
   return {
     async createSession(caller: Principal): Promise<{ id: string; session_key: string; nonce: string; expires_at: Date }> {
       authorizeSessionStep(caller, 'create')
       const sessionKey = newApiKey('session')
       const nonce = generateApiKey('nonce_')
-      const now = new Date()
+      const now = new Date(clock())
       const expiresAt = new Date(now.getTime() + SESSION_LIFETIME_MS)
       const id = randomUUID()
       await store.sessions.insert({
@@ -59,8 +60,9 @@ export function sessionsService(deps: { store: Store; hasher: ApiKeyHasher; auth
       const rules = grant.rules ?? []
       const errors: FieldErrors = { ...validatePermissions(permissions, 'session'), ...validateRules(rules, 'session') }
       if (!permissions.length && !rules.length) (errors.permissions ??= []).push('at least one of permissions and rules must be non-empty')
-      const expiresAt = grant.expires_at ? new Date(grant.expires_at) : new Date(Date.now() + SESSION_LIFETIME_MS)
-      const lifetime = expiresAt.getTime() - Date.now()
+      const now = new Date(clock())
+      const expiresAt = grant.expires_at ? new Date(grant.expires_at) : new Date(now.getTime() + SESSION_LIFETIME_MS)
+      const lifetime = expiresAt.getTime() - now.getTime()
       if (lifetime <= 0 || lifetime > MAX_LIFETIME_MS) (errors.expires_at ??= []).push('must be in the future and within 24 hours')
       if (Object.keys(errors).length) throw new ValidationError(errors)
       // An authorizer can hand on only what it holds itself: containers, conditions and transforms included.
@@ -70,7 +72,7 @@ export function sessionsService(deps: { store: Store; hasher: ApiKeyHasher; auth
         rules,
         authorized_by: caller.id,
         authorized_by_key_hash: caller.keyHash,
-        authorized_at: new Date(),
+        authorized_at: now,
         expires_at: expiresAt,
       })
       if (!session) throw new AppError('not_found', { detail: 'No session awaits authorization with this nonce.' })
@@ -79,7 +81,7 @@ export function sessionsService(deps: { store: Store; hasher: ApiKeyHasher; auth
       return { id: session.id, expires_at: expiresAt }
     },
 
-    async sweepExpired(now = new Date()): Promise<number> {
+    async sweepExpired(now = new Date(clock())): Promise<number> {
       const hashes = await store.sessions.deleteExpired(now)
       for (const hash of hashes) await authenticator.invalidateKey(hash)
       return hashes.length

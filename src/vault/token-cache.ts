@@ -1,4 +1,5 @@
 import { approximateBytes } from '../cache/approximate-bytes.js'
+import type { Clock } from '../clock.js'
 import { createInvalidatingCache } from '../cache/invalidating-cache.js'
 import type { InvalidationBus } from '../cache/invalidation-bus.js'
 import type { TokenRecord } from '../store/index.js'
@@ -27,7 +28,7 @@ export interface TokenCache {
  * its ciphertext and unwrapped data key, so a request costs one AES-GCM open per token instead
  * of a query and two. Plaintext is never cached. An entry leaves at the token's own expiry.
  */
-export function createTokenCache(bus: InvalidationBus): TokenCache {
+export function createTokenCache(bus: InvalidationBus, clock?: Clock): TokenCache {
   const cache = createInvalidatingCache<UsableToken>({
     bus,
     channel: 'tessera_token_invalidate',
@@ -37,6 +38,7 @@ export function createTokenCache(bus: InvalidationBus): TokenCache {
     sizeOf: (token) => approximateBytes(token.record) + approximateBytes(token.dataKey) + approximateBytes(token.aad),
     expiresAt: (token) => token.record.expires_at?.getTime(),
     onEvict: (token) => token.dataKey.fill(0),
+    clock,
   })
   // The tenant id is a UUID, so the first colon separates it from any token id.
   const keyOf = (tenantId: string, id: string) => `${tenantId}:${id}`

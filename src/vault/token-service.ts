@@ -1,12 +1,11 @@
-import type { TokenPermission } from '../auth/permissions.js'
-import { answerTransform, authorizeContainers, authorizeMove, authorizeToken, authorizeViewChange, equalityScopes, tokenScopes } from '../auth/policies.js'
+import { answerTransform, authorizeContainers, authorizeMove, authorizeToken, authorizeViewChange, equalityScopes } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import { AppError } from '../errors/index.js'
-import { isUniqueViolation, type AccessScope, type Page, type Store, type TokenFilter, type TokenPosition, type TokenRecord } from '../store/index.js'
+import { isUniqueViolation, type Store, type TokenRecord } from '../store/index.js'
 import { dataAad, decryptData, openData, unwrapDataKey } from './crypto/index.js'
 import type { TokenCache, UsableToken } from './token-cache.js'
-import { parseSearchQuery } from './search-query.js'
 import { buildTokenRecord, mergePatch, type TokenFields, type VaultCrypto } from './token-builder.js'
+import { tokenListing } from './token-listing.js'
 import { allowedMask, applyTransform, canonicalJson, getTokenType, isTokenTypeName, type Transform, type TokenTypeName } from './types/index.js'
 import type { VaultKeys } from './vault-keys.js'
 import { requireReady } from './vault-keys.js'
@@ -22,12 +21,6 @@ export interface TokenView {
 
 export interface CreateTokenInput extends TokenFields {
   deduplicate_token?: boolean
-}
-
-/** A keyset page (`/v2`): `next` is where the following page starts, absent on the last one. */
-export interface CursorPage<T> {
-  items: T[]
-  next: TokenPosition | undefined
 }
 
 export type TokenPatch = Partial<Omit<TokenFields, 'type' | 'id' | 'metadata'>> & { metadata?: Record<string, string | null> | null }
@@ -77,53 +70,10 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
     return found
   }
 
-  async function listPage(principal: Principal, permission: TokenPermission, filter: TokenFilter, scopes: AccessScope[], page: number, size: number): Promise<Page<TokenView>> {
-    crypto()
-    const result = await store.tokens.list(principal.tenantId, filter, scopes, page, size)
-    return { total: result.total, items: result.items.map((r) => view(r, answerTransform(principal, permission, r))) }
-  }
-
-  /** The v2 form of listPage: the same scope and per-row decision, paged by position. */
-  async function listFrom(principal: Principal, permission: TokenPermission, filter: TokenFilter, scopes: AccessScope[], after: TokenPosition | undefined, size: number): Promise<CursorPage<TokenView>> {
-    crypto()
-    // One row more than asked tells whether another page follows, without a count.
-    const rows = await store.tokens.listAfter(principal.tenantId, filter, scopes, after, size + 1)
-    const items = rows.slice(0, size)
-    const last = items.at(-1)
-    const next = rows.length > size && last ? { createdAt: last.created_at, id: last.id } : undefined
-    return { items: items.map((r) => view(r, answerTransform(principal, permission, r))), next }
-  }
-
-  /**
-   * Terms and filters on values derived from the data are equality tests of the plaintext: they
-   * match only tokens an answer would show at least masked (see `equalityScopes`).
-   */
-  function scopesFor(principal: Principal, permission: TokenPermission, filter: TokenFilter): AccessScope[] {
-    const scopes = tokenScopes(principal, permission)
-    if (filter.fingerprints?.length || filter.searchHashes?.length) scopes.push(...equalityScopes(principal, permission))
-    return scopes
-  }
-
-  /** A search query as a filter, or undefined when its terms cannot all hold (nothing matches). */
-  function searchFilter(principal: Principal, query: string): TokenFilter | undefined {
-    const terms = parseSearchQuery(query)
-    const { hasher } = crypto()
-    // Terms are ANDed: two different values for one single-valued field match nothing.
-    const single = [terms.ids, terms.types, terms.fingerprints]
-    if (single.some((values) => new Set(values).size > 1)) return undefined
-    return {
-      ids: terms.ids,
-      types: terms.types,
-      containers: terms.containers,
-      metadata: terms.metadata,
-      fingerprints: terms.fingerprints,
-      searchHashes: terms.data.map((v) => hasher.searchIndexHash(principal.tenantId, v)),
-    }
-  }
-
   return {
     decrypt,
     view,
+    ...tokenListing({ store, crypto, view }),
 
     async createToken(principal: Principal, input: CreateTokenInput): Promise<TokenView> {
       const record = buildTokenRecord(principal.tenantId, input, principal.id, crypto())
@@ -181,24 +131,6 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
       const deleted = await store.tokens.delete(principal.tenantId, id)
       await cache.invalidate(principal.tenantId, id)
       if (!deleted) throw new AppError('not_found', { detail: 'No token with this id.' })
-    },
-
-    listTokens: (principal: Principal, filter: TokenFilter, page: number, size: number) =>
-      listPage(principal, 'token:read', filter, scopesFor(principal, 'token:read', filter), page, size),
-
-    async searchTokens(principal: Principal, query: string, page: number, size: number): Promise<Page<TokenView>> {
-      const filter = searchFilter(principal, query)
-      if (!filter) return { total: 0, items: [] }
-      return listPage(principal, 'token:search', filter, scopesFor(principal, 'token:search', filter), page, size)
-    },
-
-    listTokensFrom: (principal: Principal, filter: TokenFilter, after: TokenPosition | undefined, size: number) =>
-      listFrom(principal, 'token:read', filter, scopesFor(principal, 'token:read', filter), after, size),
-
-    async searchTokensFrom(principal: Principal, query: string, after: TokenPosition | undefined, size: number): Promise<CursorPage<TokenView>> {
-      const filter = searchFilter(principal, query)
-      if (!filter) return { items: [], next: undefined }
-      return listFrom(principal, 'token:search', filter, scopesFor(principal, 'token:search', filter), after, size)
     },
 
     /**

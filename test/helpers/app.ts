@@ -5,6 +5,7 @@ import path from 'node:path'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { buildApp } from '../../src/app.js'
+import type { Clock } from '../../src/clock.js'
 import { testConfig, type Config } from '../../src/config/index.js'
 import { generateApiKey } from '../../src/auth/api-keys.js'
 import { createLogger } from '../../src/logger.js'
@@ -48,6 +49,8 @@ export interface StartOptions {
   persistent?: boolean
   /** Receives every log line the app writes. */
   logLines?: string[]
+  /** The time every expiry decision reads (see helpers/clock.ts); the system clock by default. */
+  clock?: Clock
 }
 
 /**
@@ -78,7 +81,7 @@ export async function startTestApp(t: TapLike, env: Record<string, string> = {},
   const ownSchema = config.databaseUrl && !options.reuse ? `t_${randomBytes(6).toString('hex')}` : undefined
   const schema = options.reuse?.schema ?? ownSchema
   const logger = options.logLines ? createLogger(config, { write: (line: string) => void options.logLines!.push(line) }) : createLogger(config)
-  const services = await openServices(config, logger, { masterKey: config.masterKey!, keyHashSecret: config.keyHashSecret! }, { presentToken }, { schema, inMemory: !dataDir })
+  const services = await openServices(config, logger, { masterKey: config.masterKey!, keyHashSecret: config.keyHashSecret! }, { presentToken }, { schema, inMemory: !dataDir, clock: options.clock })
   const server = http.createServer(buildApp(services).callback())
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto'
-import knexFactory from 'knex'
-import ClientPgLite from 'knex-pglite'
 import t from 'tap'
 import { migrationSource } from '../../migrations/index.js'
+import { databaseBefore } from '../helpers/migrations.js'
 import { applicationLookup } from '../../src/auth/application-lookup.js'
 import type { Store } from '../../src/store/index.js'
 import { applicationKeysRepository } from '../../src/store/repositories/application-keys.js'
@@ -11,14 +10,7 @@ import { applicationsRepository } from '../../src/store/repositories/application
 // An existing database: the Applications' keys stay where they are and keep authenticating;
 // extra keys are found beside them.
 t.test('the application keys migration on an existing database', async (t) => {
-  const knex = knexFactory({ client: ClientPgLite, dialect: 'postgres', connection: {} })
-  t.teardown(() => knex.destroy())
-  for (;;) {
-    const [, pending] = (await knex.migrate.list({ migrationSource })) as [unknown[], string[]]
-    if (pending.length === 0) throw new Error('the application keys migration is not pending')
-    if (pending[0] === '20261126000000_application_keys') break
-    await knex.migrate.up({ migrationSource })
-  }
+  const knex = await databaseBefore(t, '20261126000000_application_keys')
   const now = new Date()
   const tenant = randomUUID()
   const app = randomUUID()

@@ -1,19 +1,14 @@
 import type { Test } from 'tap'
 import t from 'tap'
 import { startTestApp, type TestApp } from '../helpers/app.js'
-import { card, VISA } from '../helpers/tokens.js'
+import { testClock } from '../helpers/clock.js'
+import { application, card, VISA } from '../helpers/tokens.js'
 import { startStub } from '../helpers/stub-server.js'
 import { rawRequest } from '../helpers/proxy.js'
 
 // The eight escalations of issue 12, each tried as the attacker did against the old main.
 
 const ALL_TOKEN = ['token:create', 'token:read', 'token:update', 'token:search', 'token:delete', 'token:use']
-
-async function application(app: TestApp, body: object, key?: string): Promise<{ id: string; key: string }> {
-  const res = await app.request('POST', '/applications', { key, body: { name: 'app', ...body } })
-  if (res.status !== 201) throw new Error(`creating an Application failed: ${res.status} ${res.text}`)
-  return { id: res.body.id, key: res.body.key }
-}
 
 const patch = (app: TestApp, key: string, id: string, body: object) =>
   app.request('PATCH', `/tokens/${id}`, { key, rawBody: JSON.stringify(body), headers: { 'content-type': 'application/merge-patch+json' } })
@@ -25,7 +20,8 @@ function assertForbidden(t: Test, res: { status: number; headers: Headers; body:
 }
 
 t.test('issue 12 escalations', async (t) => {
-  const app = await startTestApp(t, { SVC_REACTOR_TIMEOUT_MS: '3000' })
+  const clock = testClock()
+  const app = await startTestApp(t, { SVC_REACTOR_TIMEOUT_MS: '3000' }, { clock })
   const writer = await application(app, { type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ALL_TOKEN }] })
   const newCard = async (extra: object = {}) => {
     const res = await app.request('POST', '/tokens', { key: writer.key, body: { type: 'card', data: card(), ...extra } })
@@ -162,17 +158,14 @@ t.test('issue 12 escalations', async (t) => {
   t.test('6. an expired Application no longer acts through a Reactor', async (t) => {
     const id = await newCard()
     const caller = await application(app, { type: 'private', permissions: ['token:use'] })
-    // The runtime child starts on the first call: warm it first, so the expiry below is not spent starting it.
-    const echo = await app.request('POST', '/reactors', { body: { name: 'echo', code: 'module.exports = async () => ({ raw: 1 })' } })
-    t.equal((await app.request('POST', `/reactors/${echo.body.id}/react`, { key: caller.key, body: { args: {} } })).status, 200)
-    const soon = new Date(Date.now() + 3000).toISOString()
+    const soon = new Date(clock() + 60_000).toISOString()
     const actor = await application(app, { type: 'private', expires_at: soon, rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:use', 'token:create'] }] })
     const reactor = await app.request('POST', '/reactors', {
       body: { name: 'leak', code: `module.exports = async (req) => ({ raw: await req.svc.detokenize('{{ ${id} | json: "$.number" }}') })`, application: { id: actor.id } },
     })
     const react = () => app.request('POST', `/reactors/${reactor.body.id}/react`, { key: caller.key, body: { args: {} } })
     t.equal((await react()).body.raw, VISA, 'acts while it lives')
-    await new Promise((r) => setTimeout(r, Math.max(0, new Date(soon).getTime() - Date.now() + 50)))
+    clock.advance(60_000)
     const after = await react()
     t.equal(after.status, 500, 'the bridge call fails inside the Reactor, from the instant it expires, before any sweep')
     t.match(after.body.detail, /expired/)

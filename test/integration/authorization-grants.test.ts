@@ -1,6 +1,6 @@
 import t from 'tap'
 import { startTestApp, type TestApp } from '../helpers/app.js'
-import { card, VISA } from '../helpers/tokens.js'
+import { application, card, VISA } from '../helpers/tokens.js'
 
 // Handing out grants: ceilings of management keys, Application changes, bindings, sessions;
 // 403 naming the excess, 400 for malformed grants, and nothing stored either way.
@@ -12,11 +12,7 @@ async function create(app: TestApp, body: object, key?: string) {
   return app.request('POST', '/applications', { key, body: { name: 'g', ...body } })
 }
 
-async function created(app: TestApp, body: object, key?: string): Promise<{ id: string; key: string }> {
-  const res = await create(app, body, key)
-  if (res.status !== 201) throw new Error(`${res.status} ${res.text}`)
-  return res.body
-}
+const created = application
 
 t.test('grants', async (t) => {
   const app = await startTestApp(t, { SVC_OPERATOR_KEY: 'operator-key-0123456789abcdef0123456789' })

@@ -4,6 +4,7 @@ import { startTestApp, type TestApp } from '../helpers/app.js'
 import { bounded, containerGrants, dataUnder, sessionGrants, shown, TOKENS, type Decision, type Grant, type Tok } from '../helpers/authorization-model.js'
 import { rawRequest } from '../helpers/proxy.js'
 import { startStub, type Stub } from '../helpers/stub-server.js'
+import { application } from '../helpers/tokens.js'
 
 // Every route and bridge that shows token data x every kind of principal x generated rule
 // shapes: each answer must carry exactly what the documented decision allows (so never more).
@@ -26,11 +27,7 @@ interface Ctx {
   fingerprints: Map<string, string>
 }
 
-async function application(app: TestApp, type: string, grant: Grant): Promise<{ id: string; key: string }> {
-  const res = await app.request('POST', '/applications', { body: { name: 'matrix', type, ...grant } })
-  if (res.status !== 201) throw new Error(`Application: ${res.status} ${res.text}`)
-  return res.body
-}
+const holder = (app: TestApp, type: string, grant: Grant) => application(app, { type, ...grant })
 
 const label = (grant: Grant) => JSON.stringify(grant.rules.map((r) => [r.container ?? r.conditions, r.transform, r.permissions])) + JSON.stringify(grant.permissions)
 
@@ -106,7 +103,7 @@ async function usePaths(t: Test, { app, stub }: Ctx, key: string, grant: Grant, 
 /** What runs as an Application: a Reactor's bridges, a proxy's response transform, and a require_auth false proxy key. */
 async function actingPaths(t: Test, ctx: Ctx, grant: Grant): Promise<void> {
   const { app, stub, invoker } = ctx
-  const actor = await application(app, 'private', grant)
+  const actor = await holder(app, 'private', grant)
   const ids = TOKENS.map((tok) => tok.id)
   const expected = Object.fromEntries(TOKENS.map((tok) => [tok.id, value(bounded(grant, 'token:use', tok), tok)]))
   const outcome = (results: Record<string, { ok?: unknown; refused?: string }>) =>
@@ -132,7 +129,7 @@ t.test('authorization matrix', async (t) => {
   const unlimited = Object.fromEntries(['GLOBAL', 'TOKENS_SEARCH', 'TOKENS_LIST', 'TOKENS_CREATE'].map((s) => [`SVC_RATE_LIMIT_${s}`, '1000000/10']))
   const app = await startTestApp(t, { SVC_REACTOR_TIMEOUT_MS: '5000', ...unlimited })
   const stub = await startStub(t)
-  const writer = await application(app, 'private', REVEAL_ALL)
+  const writer = await holder(app, 'private', REVEAL_ALL)
   const fingerprints = new Map<string, string>()
   for (const tok of TOKENS) {
     const index = tok.type === 'card' ? '{{ data.number | last4 }}' : '{{ data | last4 }}'
@@ -142,7 +139,7 @@ t.test('authorization matrix', async (t) => {
     fingerprints.set(tok.id, res.body.fingerprint)
   }
   const echo = await app.request('POST', '/reactors', { body: { name: 'echo', code: 'module.exports = async (req) => ({ raw: req.args })' } })
-  const ctx: Ctx = { app, stub, fingerprints, invoker: (await application(app, 'private', { rules: [], permissions: ['token:use'] })).key }
+  const ctx: Ctx = { app, stub, fingerprints, invoker: (await holder(app, 'private', { rules: [], permissions: ['token:use'] })).key }
   const issue7: Grant = {
     rules: [
       { priority: 1, container: '/pci/', transform: 'redact', permissions: ['token:read', 'token:use'] },
@@ -155,7 +152,7 @@ t.test('authorization matrix', async (t) => {
   t.test('private Applications', async (t) => {
     for (const grant of privateGrants) {
       await t.test(label(grant), async (t) => {
-        const { key } = await application(app, 'private', grant)
+        const { key } = await holder(app, 'private', grant)
         await readPaths(t, ctx, key, grant)
         await usePaths(t, ctx, key, grant, echo.body.id)
       })
@@ -170,7 +167,7 @@ t.test('authorization matrix', async (t) => {
     const created: string[] = []
     for (const grant of containerGrants(['token:create', 'token:read'], 10, 21)) {
       await t.test(label(grant), async (t) => {
-        const { key } = await application(app, 'private', grant)
+        const { key } = await holder(app, 'private', grant)
         for (const token of TOKENS) {
           const body = { type: token.type, data: token.data, containers: token.containers }
           // Creating needs token:create on each container on its own.
@@ -197,7 +194,7 @@ t.test('authorization matrix', async (t) => {
 
   t.test('public Applications: write answers never show data', async (t) => {
     for (const grant of containerGrants(['token:create', 'token:update'], 6, 13)) {
-      const { key } = await application(app, 'public', grant)
+      const { key } = await holder(app, 'public', grant)
       for (const token of TOKENS) {
         const res = await app.request('PATCH', `/tokens/${token.id}`, { key, rawBody: '{"metadata":{"m":"matrix"}}', headers: { 'content-type': 'application/merge-patch+json' } })
         if (bounded(grant, 'token:update', token) === undefined) t.equal(res.status, 403, `${label(grant)} PATCH ${token.id}: 403`)
@@ -208,11 +205,11 @@ t.test('authorization matrix', async (t) => {
   })
 
   t.test('sessions, bounded by their authorizer', async (t) => {
-    const publicKey = (await application(app, 'public', { rules: [{ priority: 1, container: '/', transform: 'redact', permissions: ['token:create'] }], permissions: [] })).key
+    const publicKey = (await holder(app, 'public', { rules: [{ priority: 1, container: '/', transform: 'redact', permissions: ['token:create'] }], permissions: [] })).key
     const narrowings = containerGrants(['token:read', 'token:search', 'token:update'], 8, 15)
     for (const [i, grant] of sessionGrants(['token:read', 'token:search', 'token:update'], 8, 3).entries()) {
       await t.test(label(grant), async (t) => {
-        const authorizer = await application(app, 'private', REVEAL_ALL)
+        const authorizer = await holder(app, 'private', REVEAL_ALL)
         const session = await app.request('POST', '/sessions', { key: publicKey })
         const authorized = await app.request('POST', '/sessions/authorize', { key: authorizer.key, body: { nonce: session.body.nonce, ...grant } })
         t.equal(authorized.status, 200, 'within a reveal-all authorizer')

@@ -1,21 +1,13 @@
 import { randomUUID } from 'node:crypto'
-import knexFactory from 'knex'
-import ClientPgLite from 'knex-pglite'
 import t from 'tap'
 import { migrationSource } from '../../migrations/index.js'
+import { databaseBefore } from '../helpers/migrations.js'
 
 // An existing database: its bootstrap management Application keeps working (it gets the full
 // grant ceiling), other management Applications get none, and live sessions stay tied to the
 // keys their Applications hold.
 t.test('the authorization migration on an existing database', async (t) => {
-  const knex = knexFactory({ client: ClientPgLite, dialect: 'postgres', connection: {} })
-  t.teardown(() => knex.destroy())
-  for (;;) {
-    const [, pending] = (await knex.migrate.list({ migrationSource })) as [unknown[], string[]]
-    if (pending.length === 0) throw new Error('the authorization migration is not pending')
-    if (pending[0] === '20261124000000_authorization') break
-    await knex.migrate.up({ migrationSource })
-  }
+  const knex = await databaseBefore(t, '20261124000000_authorization')
   const now = new Date()
   const tenant = randomUUID()
   await knex('tenants').insert({ id: tenant, name: 'old', settings: '{}', created_at: now, modified_at: now })

@@ -4,15 +4,14 @@ import os from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
 import t, { type Test } from 'tap'
-import { runCli } from '../../src/cli/program.js'
 import { testConfig } from '../../src/config/index.js'
 import { createLogger } from '../../src/logger.js'
 import { presentToken } from '../../src/http/presenters/tokens.js'
 import { openServices } from '../../src/services.js'
+import { cli, masterKey } from '../helpers/cli.js'
 import { card } from '../helpers/tokens.js'
 
-/** The operator CLI on a real database (PGlite, or Postgres with DATABASE_URL). */
-const masterKey = (id: string) => `${id}:${randomBytes(32).toString('base64')}`
+// The operator CLI on a real database (PGlite, or Postgres with DATABASE_URL).
 
 /**
  * A database of its own for the CLI: a temporary PGlite directory, or with DATABASE_URL a fresh
@@ -36,13 +35,6 @@ async function storage(t: Test): Promise<Record<string, string>> {
   const url = new URL(process.env.DATABASE_URL)
   url.searchParams.set('options', `-c search_path=${schema}`)
   return { ...base, DATABASE_URL: url.toString() }
-}
-
-async function cli(env: Record<string, string>, ...argv: string[]) {
-  const out: string[] = []
-  const err: string[] = []
-  const code = await runCli(argv, { env, out: (l) => void out.push(l), note: (l) => void err.push(l) })
-  return { code, out: out.join('\n'), err: err.join('\n') }
 }
 
 /** The services a server on the same storage would open. */

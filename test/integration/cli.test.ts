@@ -1,19 +1,10 @@
 import { execFile } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { promisify } from 'node:util'
 import t from 'tap'
-import { runCli } from '../../src/cli/program.js'
+import { cli, masterKey } from '../helpers/cli.js'
 
-/** The operator CLI without a database: help, usage errors, configuration. See cli-store.test.ts for the rest. */
-const masterKey = (id: string) => `${id}:${randomBytes(32).toString('base64')}`
-
-async function cli(env: Record<string, string>, ...argv: string[]) {
-  const out: string[] = []
-  const err: string[] = []
-  const code = await runCli(argv, { env, out: (l) => void out.push(l), note: (l) => void err.push(l) })
-  return { code, out: out.join('\n'), err: err.join('\n') }
-}
+// The operator CLI without a database: help, usage errors, configuration. See cli-store.test.ts for the rest.
 
 t.test('help and usage errors', async (t) => {
   for (const argv of [['--help'], ['tenant', 'create', '--help'], ['master-key', 'rewrap', '--help'], ['migrate', '--help'], ['config', '--help'], ['audit', 'verify', '--help'], ['audit', 'prune', '--help']]) {
@@ -25,6 +16,17 @@ t.test('help and usage errors', async (t) => {
   t.same([unknown.code, /unknown command 'bogus'/.test(unknown.err)], [2, true])
   const missing = await cli({}, 'tenant', 'create')
   t.same([missing.code, /missing required argument 'name'/.test(missing.err)], [2, true])
+  // Integer options are checked while parsing, before any configuration or database is read.
+  for (const [argv, message] of [
+    [['master-key', 'rewrap', '--batch-size', '1.5'], '--batch-size must be an integer from 1 to 10000'],
+    [['master-key', 'rewrap', '--batch-size', '12abc'], '--batch-size must be an integer from 1 to 10000'],
+    [['master-key', 'rewrap', '--batch-size', '10001'], '--batch-size must be an integer from 1 to 10000'],
+    [['audit', 'verify', '--retention-days', '0'], '--retention-days must be an integer from 1 to 36500'],
+    [['audit', 'verify', '--retention-days', ' '], '--retention-days must be an integer from 1 to 36500'],
+  ] as const) {
+    const res = await cli({}, ...argv)
+    t.same([res.code, res.err], [2, `tessera: ${message}`], argv.join(' '))
+  }
 })
 
 t.test('config: effective values, secrets hidden; a bad variable is exit 2', async (t) => {

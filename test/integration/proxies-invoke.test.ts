@@ -4,7 +4,7 @@ import type { TestApp } from '../helpers/app.js'
 import { startTestApp } from '../helpers/app.js'
 import { assertProxyError, rawRequest, type RawRequest } from '../helpers/proxy.js'
 import { startStub } from '../helpers/stub-server.js'
-import { appKey } from '../helpers/tokens.js'
+import { appKey, createToken } from '../helpers/tokens.js'
 
 const VISA = '4242424242424242'
 
@@ -12,12 +12,6 @@ async function createProxy(app: TestApp, body: object): Promise<{ id: string; ke
   const res = await app.request('POST', '/proxies', { body })
   if (res.status !== 201) throw new Error(`creating a proxy failed: ${res.status} ${res.text}`)
   return { id: res.body.id, key: res.body.key }
-}
-
-async function createToken(app: TestApp, key: string, body: object): Promise<string> {
-  const res = await app.request('POST', '/tokens', { key, body })
-  if (res.status !== 201) throw new Error(`creating a token failed: ${res.status} ${res.text}`)
-  return res.body.id as string
 }
 
 t.test('pre-configured proxies: invocation', async (t) => {

@@ -1,17 +1,10 @@
 import t from 'tap'
-import type { TestApp } from '../helpers/app.js'
 import { assertProxyError, rawRequest, startProxyApp, type RawRequest } from '../helpers/proxy.js'
 import { startStub } from '../helpers/stub-server.js'
-import { appKey } from '../helpers/tokens.js'
+import { appKey, createToken } from '../helpers/tokens.js'
 import { countQueries } from '../helpers/audit.js'
 
 const CARD = { number: '4242424242424242', expiration_month: 12, expiration_year: 2030, cvc: '123' }
-
-async function createToken(app: TestApp, key: string, body: object): Promise<string> {
-  const res = await app.request('POST', '/tokens', { key, body })
-  if (res.status !== 201) throw new Error(`creating a token failed: ${res.status} ${res.text}`)
-  return res.body.id as string
-}
 
 t.test('ephemeral proxy: detokenization', async (t) => {
   const app = await startProxyApp(t, { SVC_MAX_EXPRESSION_TOKENS: '6' })

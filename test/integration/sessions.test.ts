@@ -1,9 +1,11 @@
 import t from 'tap'
 import { startTestApp } from '../helpers/app.js'
+import { testClock } from '../helpers/clock.js'
 import { appKey, VISA } from '../helpers/tokens.js'
 
 t.test('session lifecycle', async (t) => {
-  const app = await startTestApp(t)
+  const clock = testClock()
+  const app = await startTestApp(t, {}, { clock })
   const publicKey = await appKey(app, { type: 'public', rules: [{ priority: 1, container: '/pci/', transform: 'redact', permissions: ['token:create'] }] })
   const privateKey = await appKey(app, {
     type: 'private',
@@ -48,10 +50,13 @@ t.test('session lifecycle', async (t) => {
   t.equal((await app.request('POST', '/sessions/authorize', { key: privateKey, body: { ...grant, nonce: 'nonce_unknown' } })).status, 404)
 
   const short = await app.request('POST', '/sessions', { key: publicKey })
-  const until = new Date(Date.now() + 1000).toISOString()
+  const until = new Date(clock() + 60_000).toISOString()
   await app.request('POST', '/sessions/authorize', { key: privateKey, body: { nonce: short.body.nonce, permissions: ['token:read'], expires_at: until } })
   t.equal((await app.request('GET', `/tokens/${mine.body.id}`, { key: short.body.session_key })).status, 200)
-  await new Promise((r) => setTimeout(r, Math.max(0, new Date(until).getTime() - Date.now() + 50)))
+  clock.advance(59_000)
+  t.equal((await app.request('GET', `/tokens/${mine.body.id}`, { key: short.body.session_key })).status, 200, 'until the instant it expires')
+  clock.advance(1_000)
   t.equal((await app.request('GET', `/tokens/${mine.body.id}`, { key: short.body.session_key })).status, 401, 'an expired session is refused at once')
-  t.equal(await app.services.sessions.sweepExpired(new Date(Date.now() + 10 * 60_000)), 2, 'the sweep removes expired sessions')
+  clock.advance(10 * 60_000)
+  t.equal(await app.services.sessions.sweepExpired(), 2, 'the sweep removes expired sessions')
 })

@@ -2,16 +2,8 @@ import { runAuditPrune } from '../../audit/prune-cli.js'
 import { runAuditVerify } from '../../audit/verify-cli.js'
 import { CliError, EXIT_FAILED, EXIT_USAGE } from '../cli-error.js'
 import { cliConfig, type CliCommand } from '../context.js'
-
-const UUID = /^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$/i
-
-function positiveInt(flag: string) {
-  return (value: string): number => {
-    const n = Number(value)
-    if (!Number.isInteger(n) || n < 1 || n > 36_500) throw new CliError(`${flag} must be an integer from 1 to 36500`, EXIT_USAGE)
-    return n
-  }
-}
+import { integerOption } from '../options.js'
+import { isUuid } from '../../shapes/ids.js'
 
 /** `tessera audit verify` and `tessera audit prune` (also `npm run audit-verify` / `audit-prune`). */
 export const command: CliCommand = {
@@ -21,10 +13,10 @@ export const command: CliCommand = {
       .command('verify')
       .description('check every tenant\'s audit hash chain and checkpoints (read only); exit 0 intact, 1 broken (the first broken link is named), 2 it could not run (usage, configuration, database)')
       .option('--tenant <id>', 'check one tenant only')
-      .option('--retention-days <n>', 'retention the chains were pruned with (default SVC_AUDIT_RETENTION_DAYS)', positiveInt('--retention-days'))
+      .option('--retention-days <n>', 'retention the chains were pruned with (default SVC_AUDIT_RETENTION_DAYS)', integerOption('--retention-days', 1, 36_500))
       .option('--json', 'print the verification as JSON')
       .action(async (options: { tenant?: string; retentionDays?: number; json?: boolean }) => {
-        if (options.tenant !== undefined && !UUID.test(options.tenant)) throw new CliError('--tenant must be a tenant id (uuid)', EXIT_USAGE)
+        if (options.tenant !== undefined && !isUuid(options.tenant)) throw new CliError('--tenant must be a tenant id (uuid)', EXIT_USAGE)
         const config = cliConfig(context)
         // 1 means broken, so a verification that could not run (database, secrets) is 2.
         const code = await runAuditVerify({ tenantId: options.tenant, retentionDays: options.retentionDays, json: options.json }, context.out, config).catch((err: unknown) => {

@@ -2,6 +2,7 @@ import { parseKeyring } from '../../vault/crypto/index.js'
 import { rewrapAll } from '../../vault/rewrap.js'
 import { CliError, EXIT_USAGE } from '../cli-error.js'
 import { cliConfig, cliSecrets, withStore, type CliCommand } from '../context.js'
+import { integerOption } from '../options.js'
 
 export const command: CliCommand = {
   register(program, context) {
@@ -9,9 +10,8 @@ export const command: CliCommand = {
     masterKey
       .command('rewrap')
       .description('re-wrap every data key (and the keyed-hash secret) under the first key of SVC_MASTER_KEY; safe while servers run, and to run again after an interruption')
-      .option('--batch-size <n>', 'rows per batch', (v) => Number.parseInt(v, 10), 500)
+      .option('--batch-size <n>', 'rows per batch', integerOption('--batch-size', 1, 10_000), 500)
       .action(async (options: { batchSize: number }) => {
-        if (!Number.isInteger(options.batchSize) || options.batchSize < 1 || options.batchSize > 10_000) throw new CliError('--batch-size must be an integer from 1 to 10000', EXIT_USAGE)
         const config = cliConfig(context)
         let keyring
         try {

@@ -4,6 +4,7 @@ import type { Middleware } from 'koa'
 import type { Authenticator } from '../../auth/authenticator.js'
 import { authorizeEphemeralProxy, preconfiguredProxyPrincipal, unknownProxyKey } from '../../auth/policies.js'
 import type { AuditRecorder } from '../../audit/audit-log.js'
+import type { Clock } from '../../clock.js'
 import { AppError, type Problem } from '../../errors/index.js'
 import type { ResolvedProxy } from '../../proxies/service.js'
 import { discardBody } from '../../egress/body.js'
@@ -22,6 +23,8 @@ export interface ProxyRouteDeps {
   tenantSettings: TenantSettingsCache
   bodyLimitBytes: number
   audit: AuditRecorder
+  /** Whether the Application a proxy key acts as has expired. */
+  clock: Clock
 }
 
 export const PROXY_METHODS = ['POST', 'GET', 'PUT', 'PATCH', 'DELETE'] as const
@@ -74,7 +77,7 @@ async function handlePreconfigured(ctx: AppContext, deps: ProxyRouteDeps, proxyK
     throw unknownProxyKey(apiKey !== undefined)
   }
   const caller = found.proxy.require_auth ? await deps.authenticator.authenticate(apiKey) : undefined
-  const principal = preconfiguredProxyPrincipal(found.proxy, found.actor, caller)
+  const principal = preconfiguredProxyPrincipal(found.proxy, found.actor, caller, deps.clock())
   ctx.state.principal = principal
   const { proxy, actor, service } = found
   const path = ctx.path.slice(PREFIX.length)

@@ -4,49 +4,34 @@ import type { AuditEvent } from '../../audit/events.js'
 import { AppError } from '../../errors/index.js'
 import { isAnswerStatus, isHeaderName, isHeaderValue } from '../../shapes/http-parts.js'
 import type { ReactResult, ReactorAudit, ReactorsService } from '../../reactors/service.js'
-import { changeEvent, requestAudit } from '../audit-context.js'
+import { requestAudit } from '../audit-context.js'
 import type { AppContext } from '../context.js'
 import type { AppRouter } from '../context.js'
 import { jsonBody } from '../middleware/json-body.js'
 import { currentPrincipal, requirePermission } from '../middleware/authenticate.js'
-import { presentPage } from '../presenters/common.js'
 import { presentReactor, presentReactResult } from '../presenters/reactors.js'
 import { ListReactorsQuery, ReactBody, ReactorBody } from '../schemas/reactors.js'
 import { validator } from '../schemas/validate.js'
 import type { BodyParsers } from './body-parsers.js'
+import { resourceRoutes } from './resource-routes.js'
 
 const parseReactor = validator(ReactorBody)
 const parseReact = validator(ReactBody)
 const parseList = validator(ListReactorsQuery, { query: true })
 
 export function reactorRoutes(router: AppRouter, reactors: ReactorsService, audit: AuditRecorder, body: BodyParsers, payloadMaxBytes: number): void {
-  router.post('/reactors', requirePermission('reactor:create'), body.json, async (ctx) => {
-    const reactor = await reactors.createReactor(currentPrincipal(ctx.state), parseReactor(ctx.state.body))
-    await audit.record([changeEvent(ctx, 'reactor.create', 'reactor', reactor.id, 201)])
-    ctx.status = 201
-    ctx.body = presentReactor(reactor)
-  })
-
-  router.get('/reactors', requirePermission('reactor:read'), async (ctx) => {
-    const q = parseList({ ...ctx.query })
-    const page = await reactors.listReactors(currentPrincipal(ctx.state).tenantId, q.page, q.size)
-    ctx.body = presentPage(page.items, page.total, q.page, q.size, presentReactor)
-  })
-
-  router.get('/reactors/:id', requirePermission('reactor:read'), async (ctx) => {
-    ctx.body = presentReactor(await reactors.getReactor(currentPrincipal(ctx.state).tenantId, ctx.params.id!))
-  })
-
-  router.put('/reactors/:id', requirePermission('reactor:update'), body.json, async (ctx) => {
-    const reactor = await reactors.updateReactor(currentPrincipal(ctx.state), ctx.params.id!, parseReactor(ctx.state.body))
-    await audit.record([changeEvent(ctx, 'reactor.update', 'reactor', reactor.id, 200)])
-    ctx.body = presentReactor(reactor)
-  })
-
-  router.delete('/reactors/:id', requirePermission('reactor:delete'), async (ctx) => {
-    await reactors.deleteReactor(currentPrincipal(ctx.state), ctx.params.id!)
-    await audit.record([changeEvent(ctx, 'reactor.delete', 'reactor', ctx.params.id!, 204)])
-    ctx.status = 204
+  resourceRoutes(router, audit, body, {
+    type: 'reactor',
+    path: '/reactors',
+    parseCreate: parseReactor,
+    parseUpdate: parseReactor,
+    parseList,
+    present: presentReactor,
+    create: async (caller, input) => ({ record: await reactors.createReactor(caller, input) }),
+    list: (tenantId, q) => reactors.listReactors(tenantId, q.page, q.size),
+    get: reactors.getReactor,
+    update: reactors.updateReactor,
+    delete: reactors.deleteReactor,
   })
 
   // The payload limit is enforced while reading the body: 413 before any isolate is touched.

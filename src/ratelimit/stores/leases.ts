@@ -51,8 +51,9 @@ export function leaseSize(limit: number, percent = 1): number {
  * budget the others cannot use, so a client may be refused up to (processes - 1) x leaseSize
  * requests early (1% of the limit per other process); a block one process set reaches the
  * others when their lease ends (at most `leaseMs`). Limits under 200 lease one unit (and every
- * limit with SVC_RATE_LIMIT_LEASE_PERCENT=0): exact, a round trip per request. A block seen here is remembered until it ends, so a client
- * that keeps hammering a blocked scope costs no round trip.
+ * limit with SVC_RATE_LIMIT_LEASE_PERCENT=0): exact, a round trip per request. A block seen here
+ * is remembered until it ends, so a client that keeps hammering a blocked scope costs no round
+ * trip.
  */
 export class LeaseStore implements RateLimitStore {
   private readonly leases = new Map<string, Lease>()

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex'
+import { pageOf, type Page } from './page.js'
 import type { AccessRuleRecord } from './types.js'
 
 export type ApplicationType = 'private' | 'public' | 'management'
@@ -21,11 +22,6 @@ export interface ApplicationRecord {
 export interface ApplicationFilter {
   ids: string[]
   types: string[]
-}
-
-export interface Page<T> {
-  items: T[]
-  total: number
 }
 
 const json = (v: unknown) => JSON.stringify(v) as never
@@ -55,11 +51,7 @@ export function applicationsRepository(knex: Knex) {
       const base = table().where({ tenant_id: tenantId })
       if (filter.ids.length) void base.whereIn('id', filter.ids)
       if (filter.types.length) void base.whereIn('type', filter.types)
-      const [countRow, items] = await Promise.all([
-        base.clone().count<{ count: number }[]>({ count: '*' }).first(),
-        base.clone().orderBy([{ column: 'created_at' }, { column: 'id' }]).limit(size).offset((page - 1) * size),
-      ])
-      return { items, total: Number(countRow?.count ?? 0) }
+      return pageOf<ApplicationRecord>(base, page, size)
     },
     async update(
       tenantId: string,

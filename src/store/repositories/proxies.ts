@@ -1,5 +1,5 @@
 import type { Knex } from 'knex'
-import type { Page } from './applications.js'
+import { ownedRows } from './owned-rows.js'
 
 export interface ProxyRecord {
   id: string
@@ -22,36 +22,14 @@ export interface ProxyRecord {
 export type ProxyPatch = Partial<Omit<ProxyRecord, 'id' | 'tenant_id' | 'key_hash' | 'created_by' | 'created_at'>>
 
 export function proxiesRepository(knex: Knex) {
-  const table = () => knex<ProxyRecord>('proxies')
+  const rows = ownedRows<ProxyRecord>(knex, 'proxies', ['configuration'])
   return {
-    async insert(row: ProxyRecord): Promise<void> {
-      await table().insert({ ...row, configuration: JSON.stringify(row.configuration) as never })
-    },
-    async findById(tenantId: string, id: string): Promise<ProxyRecord | undefined> {
-      return table().where({ tenant_id: tenantId, id }).first()
-    },
+    ...rows,
     /** Any tenant's: the key alone names the proxy. */
     async findByKeyHash(keyHash: string): Promise<ProxyRecord | undefined> {
-      return table().where({ key_hash: keyHash }).first()
+      return knex<ProxyRecord>('proxies').where({ key_hash: keyHash }).first()
     },
-    async list(tenantId: string, page: number, size: number): Promise<Page<ProxyRecord>> {
-      const base = table().where({ tenant_id: tenantId })
-      const [countRow, items] = await Promise.all([
-        base.clone().count<{ count: number }[]>({ count: '*' }).first(),
-        base.clone().orderBy([{ column: 'created_at' }, { column: 'id' }]).limit(size).offset((page - 1) * size),
-      ])
-      return { items, total: Number(countRow?.count ?? 0) }
-    },
-    async update(tenantId: string, id: string, patch: ProxyPatch): Promise<ProxyRecord | undefined> {
-      const values: Record<string, unknown> = { ...patch }
-      if (patch.configuration) values.configuration = JSON.stringify(patch.configuration)
-      const [row] = await table().where({ tenant_id: tenantId, id }).update(values).returning('*')
-      return row as ProxyRecord | undefined
-    },
-    async delete(tenantId: string, id: string): Promise<boolean> {
-      const rows = await table().where({ tenant_id: tenantId, id }).delete().returning(['id'])
-      return rows.length > 0
-    },
+    update: (tenantId: string, id: string, patch: ProxyPatch) => rows.update(tenantId, id, patch),
   }
 }
 

@@ -42,7 +42,8 @@ export function sessionsRepository(knex: Knex) {
       const [row] = await knex<SessionRecord>('sessions')
         .where({ tenant_id: tenantId, nonce_hash: nonceHash })
         .whereNull('authorized_at')
-        .where('expires_at', '>', knex.fn.now())
+        // Unexpired at the instant it is authorized (the service's clock, as every expiry decision).
+        .where('expires_at', '>', grant.authorized_at)
         .update({ ...grant, permissions: JSON.stringify(grant.permissions) as never, rules: JSON.stringify(grant.rules) as never })
         .returning('*')
       return row as SessionRecord | undefined

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex'
-import type { Page } from './applications.js'
+import type { Clock } from '../../clock.js'
+import { pageOf, type Page } from './page.js'
 
 export interface TokenRecord {
   tenant_id: string
@@ -63,9 +64,10 @@ function serialize(row: Partial<TokenRecord>): Record<string, unknown> {
   return out
 }
 
-export function tokensRepository(knex: Knex) {
+/** `now` decides which tokens have expired: the service's clock, the one every expiry decision reads. */
+export function tokensRepository(knex: Knex, now: Clock) {
   const live = (trx: Knex = knex) =>
-    trx<TokenRecord>('tokens').where((q) => q.whereNull('expires_at').orWhere('expires_at', '>', knex.fn.now()))
+    trx<TokenRecord>('tokens').where((q) => q.whereNull('expires_at').orWhere('expires_at', '>', new Date(now())))
 
   function applyFilter(q: Knex.QueryBuilder, f: TokenFilter): void {
     if (f.ids?.length) void q.whereIn('id', f.ids)
@@ -135,11 +137,7 @@ export function tokensRepository(knex: Knex) {
       const base = live().where({ tenant_id: tenantId })
       applyFilter(base, filter)
       applyScopes(base, scopes)
-      const [countRow, items] = await Promise.all([
-        base.clone().count<{ count: number }[]>({ count: '*' }).first(),
-        base.clone().orderBy([{ column: 'created_at' }, { column: 'id' }]).limit(size).offset((page - 1) * size),
-      ])
-      return { items, total: Number(countRow?.count ?? 0) }
+      return pageOf<TokenRecord>(base, page, size)
     },
     /**
      * Keyset page: up to `limit` rows after `after` in (created_at, id) order, without a count, so

@@ -1,6 +1,6 @@
-import type { FieldErrors } from '../../errors/index.js'
+import type { FieldErrorList } from '../../errors/index.js'
 import { isDigits, passesAbaChecksum } from './checksums.js'
-import { checkObject, FieldErrorList, identity, requireString, type TokenType } from './token-type.js'
+import { identity, requireString, validateObject, validateValue, type TokenType } from './token-type.js'
 
 function checkRoutingNumber(value: unknown, field: string, errors: FieldErrorList): void {
   const routing = requireString(value, field, errors)
@@ -9,14 +9,11 @@ function checkRoutingNumber(value: unknown, field: string, errors: FieldErrorLis
   else if (!passesAbaChecksum(routing)) errors.add(field, 'must pass the ABA routing number checksum')
 }
 
-function validateBank(data: unknown): FieldErrors {
-  const errors = new FieldErrorList()
-  if (!checkObject(data, ['routing_number', 'account_number'], errors)) return errors.fields
+const validateBank = validateObject(['routing_number', 'account_number'], (data, errors) => {
   checkRoutingNumber(data.routing_number, 'data.routing_number', errors)
   const account = requireString(data.account_number, 'data.account_number', errors)
   if (account !== null && !isDigits(account, 1, 17)) errors.add('data.account_number', 'must be 1 to 17 digits')
-  return errors.fields
-}
+})
 
 export const bank: TokenType = {
   name: 'bank',
@@ -35,11 +32,7 @@ export const bank: TokenType = {
 export const usBankRoutingNumber: TokenType = {
   name: 'us_bank_routing_number',
   defaultContainer: '/bank/low/',
-  validate(data) {
-    const errors = new FieldErrorList()
-    checkRoutingNumber(data, 'data', errors)
-    return errors.fields
-  },
+  validate: validateValue(checkRoutingNumber),
   // Routing numbers identify banks, not people, and are printed on every cheque.
   defaultMask: '{{ data }}',
   maskLimits: { '': 'all' },

@@ -1,6 +1,6 @@
-import type { FieldErrors } from '../../errors/index.js'
+import type { FieldErrorList } from '../../errors/index.js'
 import { isDigits, passesLuhn } from './checksums.js'
-import { checkObject, FieldErrorList, identity, requireString, type TokenType } from './token-type.js'
+import { identity, requireString, validateObject, validateValue, type TokenType } from './token-type.js'
 
 const PAN_LIMIT = { first: 6, last: 4 }
 
@@ -18,17 +18,14 @@ function checkInteger(value: unknown, field: string, min: number, max: number, m
   else if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) errors.add(field, message)
 }
 
-function validateCard(data: unknown): FieldErrors {
-  const errors = new FieldErrorList()
-  if (!checkObject(data, CARD_FIELDS, errors)) return errors.fields
+const validateCard = validateObject(CARD_FIELDS, (data, errors) => {
   checkCardNumber(data.number, 'data.number', errors)
   checkInteger(data.expiration_month, 'data.expiration_month', 1, 12, 'must be an integer from 1 to 12', errors)
   checkInteger(data.expiration_year, 'data.expiration_year', 1000, 9999, 'must be a 4-digit year', errors)
   if (data.cvc !== undefined) {
     if (typeof data.cvc !== 'string' || !isDigits(data.cvc, 3, 4)) errors.add('data.cvc', 'must be a string of 3 or 4 digits')
   }
-  return errors.fields
-}
+})
 
 export const card: TokenType = {
   name: 'card',
@@ -50,11 +47,7 @@ export const card: TokenType = {
 export const cardNumber: TokenType = {
   name: 'card_number',
   defaultContainer: '/pci/high/',
-  validate(data) {
-    const errors = new FieldErrorList()
-    checkCardNumber(data, 'data', errors)
-    return errors.fields
-  },
+  validate: validateValue(checkCardNumber),
   defaultMask: '{{ data | reveal_last: 4 }}',
   maskLimits: { '': PAN_LIMIT },
   defaultFingerprintExpression: '{{ data }}',

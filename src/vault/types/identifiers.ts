@@ -1,5 +1,5 @@
 import { isDigits } from './checksums.js'
-import { FieldErrorList, requireString, type TokenType } from './token-type.js'
+import { requireString, validateValue, type TokenType } from './token-type.js'
 
 /**
  * Nine digits, with dashes allowed only where the printed form has them (`123-45-6789` for an
@@ -24,12 +24,10 @@ function identifierType(name: 'social_security_number' | 'employer_id_number', d
   return {
     name,
     defaultContainer: '/pii/high/',
-    validate(data) {
-      const errors = new FieldErrorList()
-      const value = requireString(data, 'data', errors)
-      if (value !== null && !isNineDigits(value, dashesAfter)) errors.add('data', `must be 9 digits, optionally written ${example}`)
-      return errors.fields
-    },
+    validate: validateValue((data, field, errors) => {
+      const value = requireString(data, field, errors)
+      if (value !== null && !isNineDigits(value, dashesAfter)) errors.add(field, `must be 9 digits, optionally written ${example}`)
+    }),
     defaultMask: '{{ data | reveal_last: 4 }}',
     maskLimits: { '': { first: 0, last: 4 } },
     defaultFingerprintExpression: '{{ data }}',

@@ -1,16 +1,14 @@
 import { bank, usBankRoutingNumber } from './bank.js'
 import { card, cardNumber } from './card.js'
 import { employerIdNumber, socialSecurityNumber } from './identifiers.js'
-import { FieldErrorList, identity, type TokenType, type TokenTypeName } from './token-type.js'
+import { identity, validateValue, type TokenType, type TokenTypeName } from './token-type.js'
 
 const token: TokenType = {
   name: 'token',
   defaultContainer: '/general/high/',
-  validate(data) {
-    const errors = new FieldErrorList()
-    if (data === undefined || data === null) errors.add('data', 'is required')
-    return errors.fields
-  },
+  validate: validateValue((data, field, errors) => {
+    if (data === undefined || data === null) errors.add(field, 'is required')
+  }),
   // Arbitrary data has no shape a mask could assume.
   defaultMask: null,
   // Any JSON: no field is known to be safe to show, so at most the last four characters of any.

@@ -1,4 +1,5 @@
-import type { FieldErrors } from '../../errors/index.js'
+import { FieldErrorList, type FieldErrors } from '../../errors/index.js'
+import { isRecord } from '../../shapes/http-parts.js'
 import type { MaskLimits } from './mask-limits.js'
 
 export type TokenTypeName =
@@ -35,27 +36,33 @@ export interface TokenType {
   canonicalize(data: unknown): unknown
 }
 
-export class FieldErrorList {
-  // No prototype: a field named after a caller's key (`constructor`) must not find Object.prototype's.
-  readonly fields: FieldErrors = Object.create(null) as FieldErrors
+/** A check of one value that records what is wrong with it under `field`. */
+export type ValueCheck = (value: unknown, field: string, errors: FieldErrorList) => void
 
-  add(field: string, message: string): void {
-    ;(this.fields[field] ??= []).push(message)
+/** The `validate` of a type whose data is one value (a card number alone, as a card's `number` is checked). */
+export function validateValue(check: ValueCheck): (data: unknown) => FieldErrors {
+  return (data) => {
+    const errors = new FieldErrorList()
+    check(data, 'data', errors)
+    return errors.fields
   }
 }
 
-export function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
-
-/** Adds `is not allowed` for every key outside `allowed`; returns false when `data` is not an object. */
-export function checkObject(data: unknown, allowed: readonly string[], errors: FieldErrorList): data is Record<string, unknown> {
-  if (!isRecord(data)) {
-    errors.add('data', `must be an object with ${allowed.join(', ')}`)
-    return false
+/**
+ * The `validate` of a type whose data is an object of `fields` and no others: `is not allowed`
+ * for every other key, then `check` on the object's fields (`data.<field>`).
+ */
+export function validateObject(fields: readonly string[], check: (data: Record<string, unknown>, errors: FieldErrorList) => void): (data: unknown) => FieldErrors {
+  return (data) => {
+    const errors = new FieldErrorList()
+    if (!isRecord(data)) {
+      errors.add('data', `must be an object with ${fields.join(', ')}`)
+      return errors.fields
+    }
+    for (const key of Object.keys(data)) if (!fields.includes(key)) errors.add(`data.${key}`, 'is not allowed')
+    check(data, errors)
+    return errors.fields
   }
-  for (const key of Object.keys(data)) if (!allowed.includes(key)) errors.add(`data.${key}`, 'is not allowed')
-  return true
 }
 
 /** The string at `field`, or null after recording why there is none. */

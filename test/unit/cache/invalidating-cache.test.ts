@@ -1,5 +1,5 @@
 import t from 'tap'
-import { createInvalidatingCache, type InvalidatingCacheOptions } from '../../../src/cache/invalidating-cache.js'
+import { createInvalidatingCache, loadingCache, type InvalidatingCacheOptions } from '../../../src/cache/invalidating-cache.js'
 import { fakeNotify, type FakeProcess } from '../../helpers/fake-notify.js'
 
 type Value = { name: string; owner?: string; until?: number }
@@ -29,6 +29,15 @@ t.test('loads once, then serves from memory; an invalidation anywhere drops it e
   t.equal(b.peek('k'), undefined, 'the other process dropped it too')
 })
 
+t.test('a loading cache loads its own misses by key, once until invalidated', async (t) => {
+  const cache = loadingCache(await cacheOf(fakeNotify().process()), async (key) => (key === 'none' ? undefined : (loads.push(key), { name: key })))
+  const loads: string[] = []
+  t.same([(await cache.get('a'))?.name, (await cache.get('a'))?.name, await cache.get('none')], ['a', 'a', undefined])
+  await cache.invalidate('a')
+  await cache.get('a')
+  t.same(loads, ['a', 'a'])
+})
+
 t.test('bounded by entries and by bytes, least recently used out first', async (t) => {
   const proc = fakeNotify().process()
   const byCount = await cacheOf(proc, { maxEntries: 2 })
@@ -46,12 +55,23 @@ t.test('bounded by entries and by bytes, least recently used out first', async (
   t.equal(bySize.peek('huge'), undefined, 'an entry larger than the whole bound is not kept')
 })
 
-t.test('an entry ends at its TTL or its own expiry', async (t) => {
+t.test('an entry ends at its TTL or its own expiry, by the clock it is given', async (t) => {
   const proc = fakeNotify().process()
-  const expiring = await cacheOf(proc, { expiresAt: (v) => v.until })
-  await expiring.get('past', loader({ name: 'p', until: Date.now() - 1 }).load)
-  t.equal(expiring.peek('past'), undefined)
-  const noTtl = await cacheOf(proc, { ttlMs: 0 })
+  let now = 1_000_000
+  const clock = () => now
+  const cache = await cacheOf(proc, { ttlMs: 5_000, expiresAt: (v) => v.until, clock })
+  await cache.get('past', loader({ name: 'p', until: now - 1 }).load)
+  t.equal(cache.peek('past'), undefined, 'already expired: not kept')
+  await cache.get('soon', loader({ name: 's', until: now + 2_000 }).load)
+  await cache.get('later', loader({ name: 'l', until: now + 60_000 }).load)
+  now += 1_999
+  t.same([cache.peek('soon')?.name, cache.peek('later')?.name], ['s', 'l'])
+  now += 1
+  t.equal(cache.peek('soon'), undefined, 'gone at its own expiry')
+  t.equal(cache.peek('later')?.name, 'l')
+  now += 3_000
+  t.equal(cache.peek('later'), undefined, 'gone at the TTL, before its own expiry')
+  const noTtl = await cacheOf(proc, { ttlMs: 0, clock })
   await noTtl.get('k', loader({ name: 'k' }).load)
   t.equal(noTtl.peek('k'), undefined)
 })

@@ -1,12 +1,12 @@
 import { Readable } from 'node:stream'
 import t from 'tap'
 import type { Principal } from '../../../src/auth/principal.js'
-import type { ReactorInvocation, ReactorOutcome } from '../../../src/reactors/supervisor.js'
+import type { HostedCode, InvocationContext, ReactorOutcome } from '../../../src/reactors/code-host.js'
 import { createPipeline, registerPlugin, type Exchange } from '../../../src/proxy/pipeline/index.js'
 import { destinationHeadersPlugin } from '../../../src/proxy/plugins/destination-headers/index.js'
 import { requestTransformPlugin, responseTransformPlugin, type TransformConfig } from '../../../src/proxy/plugins/transform/index.js'
 
-const limits = { codeMaxChars: 100, payloadMaxBytes: 64 }
+const limits = { payloadMaxBytes: 64 }
 const config: TransformConfig = { tenantId: 't1', reactorId: 'p:request', version: 'v1', code: 'module.exports = 1', configuration: { A: 'b' } }
 const actor = { id: 'actor' } as Principal
 
@@ -22,28 +22,28 @@ function exchange(headers: string[], body: string): Exchange {
   }
 }
 
-/** A runner that records what it was given and answers with `outcome`. */
+/** A code runner that records what it was given and answers with `outcome`. */
 function runner(outcome: ReactorOutcome) {
-  const seen: ReactorInvocation[] = []
-  return { seen, invoke: async (req: ReactorInvocation) => (seen.push(req), outcome) }
+  const seen: Array<{ code: HostedCode; args: unknown; context: InvocationContext }> = []
+  return { seen, invoke: async (code: HostedCode, args: unknown, context: InvocationContext) => (seen.push({ code, args, context }), outcome) }
 }
 
 t.test('config is validated when registered (on save)', async (t) => {
-  const plugin = requestTransformPlugin(runner({ kind: 'ok', value: {} }), limits)
-  t.throws(() => registerPlugin(plugin, { ...config, code: 'x'.repeat(101) }), /invalid config/)
+  const plugin = requestTransformPlugin(runner({ kind: 'ok', value: {} }))
+  t.throws(() => registerPlugin(plugin, { ...config, code: '' }), /invalid config/)
   t.throws(() => registerPlugin(plugin, { ...config, configuration: { A: 1 } } as never), /invalid config/)
   t.throws(() => registerPlugin(plugin, { ...config, extra: 1 } as never), /invalid config/)
 })
 
 t.test('request transform: args in, body and headers out; destination headers re-added', async (t) => {
   const r = runner({ kind: 'ok', value: { body: { n: 2 }, headers: { 'x-new': 'y', 'svc-proxy-connection': 'smuggled' } } })
-  const pipeline = createPipeline([registerPlugin(requestTransformPlugin(r, limits), config), registerPlugin(destinationHeadersPlugin(), {})])
+  const pipeline = createPipeline([registerPlugin(requestTransformPlugin(r), config), registerPlugin(destinationHeadersPlugin(), {})])
   const ex = exchange(['Content-Type', 'application/json', 'SVC-API-KEY', 'secret', 'SVC-PROXY-KEEP-ALIVE', 'timeout=5', 'Host', 'h', 'X-Old', 'o'], '{"n":1}')
   t.equal(await pipeline.run('beforeForward', ex), undefined)
   t.same(r.seen[0]?.args, { body: { n: 1 }, headers: { 'content-type': 'application/json', 'x-old': 'o' }, method: 'POST', path: '/a', query: 'q=1' })
-  t.same(r.seen[0]?.context, { actor }, 'acts as the proxy\'s Application')
-  t.same(r.seen[0]?.configuration, { A: 'b' })
-  t.equal(String(ex.outgoing.body), '{"n":2}')
+  t.same(r.seen[0]?.context, { actor, tokenRead: undefined }, 'acts as the proxy\'s Application')
+  t.same(r.seen[0]?.code, config, 'runs the proxy\'s transform code')
+    t.equal(String(ex.outgoing.body), '{"n":2}')
   t.same(ex.outgoing.headers, ['x-new', 'y', 'content-type', 'application/json', 'SVC-PROXY-KEEP-ALIVE', 'timeout=5'])
 })
 
@@ -72,7 +72,7 @@ t.test('response transform: 2xx only, read within the payload limit', async (t) 
 
 t.test('a transform value that is not an object is a reactor_error naming the expected shape', async (t) => {
   for (const value of [null, 'text', [1]]) {
-    const request = createPipeline([registerPlugin(requestTransformPlugin(runner({ kind: 'ok', value }), limits), config)])
+    const request = createPipeline([registerPlugin(requestTransformPlugin(runner({ kind: 'ok', value })), config)])
     await t.rejects(request.run('beforeForward', exchange([], '')), { code: 'reactor_error', detail: 'The request transform returned a malformed value: it must be an object {body, headers}.' })
     const response = createPipeline([registerPlugin(responseTransformPlugin(runner({ kind: 'ok', value }), limits), config)])
     const ex = exchange([], '')
@@ -83,6 +83,6 @@ t.test('a transform value that is not an object is a reactor_error naming the ex
 
 t.test('a CustomHttpResponseError answers the caller from either transform', async (t) => {
   const thrown: ReactorOutcome = { kind: 'response', status: 418, headers: { 'x-a': 'b' }, body: { no: true } }
-  const request = createPipeline([registerPlugin(requestTransformPlugin(runner(thrown), limits), config)])
+  const request = createPipeline([registerPlugin(requestTransformPlugin(runner(thrown)), config)])
   t.match(await request.run('beforeForward', exchange([], '')), { status: 418, headers: { 'x-a': 'b', 'content-type': 'application/json' } })
 })

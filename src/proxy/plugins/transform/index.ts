@@ -1,8 +1,7 @@
 import type { Readable } from 'node:stream'
 import type { JSONSchemaType } from 'ajv'
 import { AppError } from '../../../errors/index.js'
-import type { InvocationContext } from '../../../reactors/bridges.js'
-import type { ReactorInvocation, ReactorOutcome } from '../../../reactors/supervisor.js'
+import type { CodeRunner, HostedCode, ReactorOutcome } from '../../../reactors/code-host.js'
 import type { ForwardBody } from '../../../egress/forward.js'
 import { toForwardError } from '../../../egress/forward-errors.js'
 import { findHeader, prepareRequestHeaders, type ResponseHeaders } from '../../../egress/headers.js'
@@ -20,40 +19,29 @@ import {
   type TransformKind,
 } from './shapes.js'
 
-/** The Reactor runtime as transforms use it (the ReactorSupervisor). */
-export interface TransformRunner {
-  invoke(req: ReactorInvocation): Promise<ReactorOutcome>
-}
-
-/** One transform of one pre-configured proxy; `reactorId` is stable per proxy and transform, `version` changes with the code. */
-export interface TransformConfig {
-  /** The proxy's tenant: transforms count against its Reactor concurrency caps. */
-  tenantId: string
-  reactorId: string
-  version: string
-  code: string
-  configuration: Record<string, string>
-}
+/**
+ * One transform of one pre-configured proxy, as the code host runs it: `tenantId` is the proxy's
+ * (transforms count against its Reactor concurrency caps), `reactorId` is stable per proxy and
+ * transform, `version` changes with the code. Its length was checked by the code host on save.
+ */
+export type TransformConfig = HostedCode
 
 export interface TransformLimits {
-  codeMaxChars: number
   /** Largest destination body read for a response transform (the Reactor payload limit). */
   payloadMaxBytes: number
 }
 
-function configSchema(codeMaxChars: number): JSONSchemaType<TransformConfig> {
-  return {
-    type: 'object',
-    properties: {
-      tenantId: { type: 'string', minLength: 1 },
-      reactorId: { type: 'string', minLength: 1 },
-      version: { type: 'string', minLength: 1 },
-      code: { type: 'string', minLength: 1, maxLength: codeMaxChars },
-      configuration: { type: 'object', required: [], additionalProperties: { type: 'string' } },
-    },
-    required: ['tenantId', 'reactorId', 'version', 'code', 'configuration'],
-    additionalProperties: false,
-  }
+const configSchema: JSONSchemaType<TransformConfig> = {
+  type: 'object',
+  properties: {
+    tenantId: { type: 'string', minLength: 1 },
+    reactorId: { type: 'string', minLength: 1 },
+    version: { type: 'string', minLength: 1 },
+    code: { type: 'string', minLength: 1 },
+    configuration: { type: 'object', required: [], additionalProperties: { type: 'string' } },
+  },
+  required: ['tenantId', 'reactorId', 'version', 'code', 'configuration'],
+  additionalProperties: false,
 }
 
 /**
@@ -62,9 +50,9 @@ function configSchema(codeMaxChars: number): JSONSchemaType<TransformConfig> {
  * detokenization (500): the code sees the caller's expressions, not the plaintext behind them,
  * and expressions it writes are detokenized under the same rules as the caller's.
  */
-export function requestTransformPlugin(runner: TransformRunner, limits: TransformLimits): ProxyPlugin<TransformConfig> {
+export function requestTransformPlugin(runner: CodeRunner): ProxyPlugin<TransformConfig> {
   return {
-    ...transformPlugin('request', limits),
+    ...transformPlugin('request'),
     async beforeForward(exchange, config) {
       const { incoming, outgoing } = exchange
       const forwarded = prepareRequestHeaders(outgoing.headers).list
@@ -95,9 +83,9 @@ export function requestTransformPlugin(runner: TransformRunner, limits: Transfor
  * headers, status}` -> `{body, headers, status}` (a field left out keeps its value). The body is
  * read whole, up to the Reactor payload limit; other answers stream through untouched.
  */
-export function responseTransformPlugin(runner: TransformRunner, limits: TransformLimits): ProxyPlugin<TransformConfig> {
+export function responseTransformPlugin(runner: CodeRunner, limits: TransformLimits): ProxyPlugin<TransformConfig> {
   return {
-    ...transformPlugin('response', limits),
+    ...transformPlugin('response'),
     async afterForward(exchange, config) {
       const response = exchange.response
       if (response === undefined || response.status < 200 || response.status > 299) return
@@ -117,25 +105,24 @@ export function responseTransformPlugin(runner: TransformRunner, limits: Transfo
 }
 
 /** Both transforms run at priority 600, between the caller's expressions and their plaintext. */
-function transformPlugin(which: TransformKind, limits: TransformLimits): Pick<ProxyPlugin<TransformConfig>, 'name' | 'priority' | 'configSchema'> {
-  return { name: `${which}-transform`, priority: 600, configSchema: configSchema(limits.codeMaxChars) }
+function transformPlugin(which: TransformKind): Pick<ProxyPlugin<TransformConfig>, 'name' | 'priority' | 'configSchema'> {
+  return { name: `${which}-transform`, priority: 600, configSchema }
 }
 
 /**
  * Runs the transform. A CustomHttpResponseError it throws answers the caller at once
  * (`respond`); otherwise its value must be an object of the fields named in `shape`.
  */
-async function run(runner: TransformRunner, which: TransformKind, config: TransformConfig, args: unknown, exchange: Exchange, shape: string): Promise<{ respond: Respond } | { value: Record<string, unknown> }> {
+async function run(runner: CodeRunner, which: TransformKind, config: TransformConfig, args: unknown, exchange: Exchange, shape: string): Promise<{ respond: Respond } | { value: Record<string, unknown> }> {
   const outcome = await invoke(runner, which, config, args, exchange)
   if (outcome.kind === 'response') return { respond: respondWith(outcome) }
   if (!isRecord(outcome.value)) throw malformed(which, `it must be an object ${shape}.`)
   return { value: outcome.value }
 }
 
-async function invoke(runner: TransformRunner, which: TransformKind, config: TransformConfig, args: unknown, exchange: Exchange): Promise<ReactorOutcome> {
-  const context: InvocationContext = { actor: exchange.actor, tokenRead: exchange.audit?.tokenRead }
+async function invoke(runner: CodeRunner, which: TransformKind, config: TransformConfig, args: unknown, exchange: Exchange): Promise<ReactorOutcome> {
   try {
-    return await runner.invoke({ tenantId: config.tenantId, reactorId: config.reactorId, version: config.version, code: config.code, args, configuration: config.configuration, context })
+    return await runner.invoke(config, args, { actor: exchange.actor, tokenRead: exchange.audit?.tokenRead })
   } catch (err) {
     if (!(err instanceof AppError)) throw err
     // Headers (Retry-After of a shed call) and whether tenant code wrote the detail stay with the error.

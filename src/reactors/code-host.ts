@@ -1,0 +1,115 @@
+import { randomUUID } from 'node:crypto'
+import { applicationPrincipal } from '../auth/application-lookup.js'
+import { authorizeBinding } from '../auth/policies.js'
+import type { Principal } from '../auth/principal.js'
+import { AppError, ValidationError, type FieldErrors } from '../errors/index.js'
+import { isUuid } from '../shapes/ids.js'
+import type { ApplicationRecord, Store } from '../store/index.js'
+import type { InvocationContext } from './bridges.js'
+import type { ReactorInvocation, ReactorOutcome, ReactorSupervisor } from './supervisor.js'
+
+export type { InvocationContext, ReactorOutcome }
+
+/** Saved code as the runtime runs it: whose it is, under which id and version, with its configuration. */
+export type HostedCode = Omit<ReactorInvocation, 'args' | 'context'>
+
+/** The Reactor runtime as the code host uses it (the ReactorSupervisor). */
+export type CodeRuntime = Pick<ReactorSupervisor, 'compile' | 'invoke' | 'retire'>
+
+/** Runs saved code; what the transform plugins need of the host. */
+export interface CodeRunner {
+  /** `context` goes with the call to every bridge call it makes (the acting Application, the audit hook). */
+  invoke(code: HostedCode, args: unknown, context: InvocationContext): Promise<ReactorOutcome>
+}
+
+/** One piece of code about to be saved. */
+export interface CodePiece {
+  code: string
+  /** The request field its errors are reported under (`code`, `request_transform.code`). */
+  field: string
+  /** Put before the compiler's message where the owner holds more than one piece of code. */
+  label?: string
+}
+
+/** What of an owner's input (a Reactor, a pre-configured proxy) makes it run as an Application. */
+export interface CodeDraft {
+  pieces: readonly CodePiece[]
+  /** The Application the code is to act as; none when absent or null. */
+  application?: { id: string } | null | undefined
+}
+
+/** The code of an owner, in a fixed order; null where it has none in that slot. */
+export type CodeList = readonly (string | null)[]
+
+/**
+ * Code that runs as an Application: checked and compiled when saved, versioned, run with the
+ * Application it acts as, retired when removed. A Reactor is one piece of code, a
+ * pre-configured proxy up to two (its transforms); the host knows neither, only code.
+ */
+export interface CodeHost extends CodeRunner {
+  /**
+   * Everything saving the code would trip over, before anything is written: 422 for every field
+   * at once (the owner's own `errors` too), 403 when the Application is wider than the caller,
+   * 422 `reactor_compile` on a syntax error (so it is not a failure at each call).
+   */
+  check(caller: Principal, draft: CodeDraft, errors?: FieldErrors): Promise<void>
+  /** Changing or removing code that acts as an Application needs that Application's grants within the caller's. */
+  authorizeBound(caller: Principal, applicationId: string | null): Promise<void>
+  /** The version to save: kept while the code is the same, new when it changes, so the runtime drops isolates of the old code. */
+  version(code: CodeList, current?: { code: CodeList; version: string }): string
+  /** The principal the code acts as; undefined when it is bound to none (or the Application is gone). */
+  actor(tenantId: string, applicationId: string | null): Promise<Principal | undefined>
+  /** The code is gone: its warm isolates go too. */
+  retire(id: string): void
+}
+
+export function createCodeHost(deps: { store: Store; runtime: CodeRuntime; codeMaxChars: number }): CodeHost {
+  const { store, runtime, codeMaxChars } = deps
+
+  async function application(tenantId: string, id: string): Promise<ApplicationRecord | undefined> {
+    return isUuid(id) ? store.applications.findById(tenantId, id) : undefined
+  }
+
+  async function compile(piece: CodePiece): Promise<void> {
+    try {
+      await runtime.compile(piece.code)
+    } catch (err) {
+      if (!(err instanceof AppError) || err.code !== 'reactor_compile') throw err
+      const detail = err.detail ?? err.title
+      throw new AppError('reactor_compile', { detail: piece.label ? `${piece.label}: ${detail}` : detail, errors: { [piece.field]: [detail] }, cause: err })
+    }
+  }
+
+  return {
+    async check(caller, draft, errors = {}) {
+      for (const piece of draft.pieces) {
+        if (piece.code.length > codeMaxChars) (errors[piece.field] ??= []).push(`must be at most ${codeMaxChars} characters`)
+      }
+      const app = draft.application ? await application(caller.tenantId, draft.application.id) : undefined
+      if (draft.application && !app) (errors['application.id'] ??= []).push('no Application with this id')
+      if (Object.keys(errors).length) throw new ValidationError(errors)
+      // Whoever writes the code wields its Application.
+      if (app) authorizeBinding(caller, app)
+      for (const piece of draft.pieces) await compile(piece)
+    },
+
+    async authorizeBound(caller, applicationId) {
+      const app = applicationId ? await store.applications.findById(caller.tenantId, applicationId) : undefined
+      authorizeBinding(caller, app, 'id')
+    },
+
+    version(code, current) {
+      const same = current !== undefined && code.length === current.code.length && code.every((piece, i) => piece === current.code[i])
+      return same ? current.version : randomUUID()
+    },
+
+    async actor(tenantId, applicationId) {
+      const app = applicationId ? await store.applications.findById(tenantId, applicationId) : undefined
+      return app ? applicationPrincipal(app) : undefined
+    },
+
+    invoke: (code, args, context) => runtime.invoke({ ...code, args, context }),
+
+    retire: (id) => runtime.retire(id),
+  }
+}
