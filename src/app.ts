@@ -68,7 +68,11 @@ export function buildRouters(services: Services, drain = new Drain()): Router<Ap
     { name: 'database', check: async () => (await pingDatabase(), 'ok') },
     { name: 'vault', check: async () => { if (!services.keys.ready) throw new Error(services.keys.reason); return 'ok' } },
     { name: 'rate_limit', check: async () => (services.limiter.status().degraded ? 'degraded' : 'ok') },
-    { name: 'audit', check: async () => { if (services.audit.stats().failing) throw new Error('audit writes failing'); return 'ok' } },
+    // Only a write clears `failing`: were it `down`, an instance a load balancer took out of
+    // rotation would never be sent the write that shows it can write again (after a database
+    // outage, it stayed out for good). While the database answers it is `degraded`: requests
+    // that need an entry try again and answer 503 if it still cannot be written.
+    { name: 'audit', check: async () => (services.audit.stats().failing ? (await pingDatabase(), 'degraded') : 'ok') },
   ], config.readyTimeoutMs)
   operatorRoutes(open, services.tenants, services.audit, config.operatorKey, body)
   if (config.metrics.mode === 'operator') metricsRoute(open, services.metrics, config.operatorKey)

@@ -1,5 +1,6 @@
 import { AppError } from '../errors/index.js'
 import { assertPublicLiteral, DestinationRefusedError, type DestinationPolicy } from './destination-policy.js'
+import { hasTraversal } from './path-traversal.js'
 
 /** Where a proxied request goes: `origin` picks the connection pool, `path` is the request-target. */
 export interface Destination {
@@ -21,11 +22,6 @@ const BASE_UNSAFE = /[^\x21-\x7e\u00a0-\uffff]|\\/
 // The sub-path and query come from the request line and are sent as they are: printable ASCII
 // only, no backslash (some servers treat it as a separator) and no fragment.
 const SUFFIX_UNSAFE = /[^\x21-\x7e]|[\\#]/
-const ENCODED_SEPARATOR = /%2f|%5c/gi
-// `..` in any mix of literal dots and %2e, as a whole segment, or `.`/`..` followed by path
-// parameters (`..;x`, also as %3b): Tomcat and Spring drop the parameters and resolve the dots.
-const DOT_SEGMENT = /(?:^|\/)(?:(?:\.|%2e){2}(?:\/|$)|(?:\.|%2e){1,2}(?:;|%3b))/i
-
 /**
  * Base URL (trailing `/` stripped) + sub-path + query, by concatenation, checked to stay under the
  * base URL's origin and path. `subPath` is the raw (undecoded) path after `/proxy`, '' or `/...`;
@@ -89,15 +85,6 @@ function checkSuffix(subPath: string, rawQuery: string): void {
     throw refuse('The path or query contains a character that is not allowed.')
   }
   if (hasTraversal(subPath)) throw refuse('The path contains `..`, a dot segment with parameters or an empty segment.')
-}
-
-/**
- * `..` (also as %2e, also behind %2f / %5c separators), a dot segment with path parameters, or
- * `//`: each can leave the base on some server.
- */
-function hasTraversal(path: string): boolean {
-  const plain = path.includes('%') ? path.replace(ENCODED_SEPARATOR, '/') : path
-  return plain.includes('//') || DOT_SEGMENT.test(plain)
 }
 
 function joinQuery(baseSearch: string, rawQuery: string): string {

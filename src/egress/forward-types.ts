@@ -30,7 +30,7 @@ export interface ForwardResponse {
 }
 
 export interface ForwarderOptions {
-  /** Headers time-out and body idle time-out (and connect time-out): SVC_PROXY_TIMEOUT_MS. */
+  /** SVC_PROXY_TIMEOUT_MS: the whole call's deadline, and the connect, headers and body idle time-outs within it. */
   timeoutMs: number
   allowPrivate: boolean
   allowHttp: boolean

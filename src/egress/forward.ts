@@ -2,6 +2,7 @@ import { Readable } from 'node:stream'
 import { Agent, type Dispatcher } from 'undici'
 import { AppError } from '../errors/index.js'
 import { connectGuard, createPolicyConnector } from './destination-policy.js'
+import { withinDeadline } from './deadline.js'
 import { createInjectedSender } from './forward-injected.js'
 import type { Forwarder, ForwarderOptions, ForwardRequest, ForwardResponse } from './forward-types.js'
 import { toForwardError } from './forward-errors.js'
@@ -12,7 +13,8 @@ export type { ForwardBody, Forwarder, ForwarderOptions, ForwardRequest, ForwardR
 /**
  * One per app: a pooled keep-alive undici Agent whose connector enforces the destination policy
  * on the addresses actually connected to. Redirects are never followed (undici's request() does
- * not follow them), so a 3xx comes back as it came.
+ * not follow them), so a 3xx comes back as it came. Every call, head and body, ends within
+ * `timeoutMs` (deadline.ts).
  */
 export function createForwarder(options: ForwarderOptions): Forwarder {
   const { timeoutMs } = options
@@ -35,9 +37,9 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
         if (outbound.keepAlive !== undefined || outbound.connection !== undefined) {
           const problem = injectedHeaderProblem(outbound)
           if (problem !== undefined) throw new AppError('bad_request', { detail: problem })
-          return await injected.send(req, outbound)
+          return await withinDeadline(injected.send(req, outbound), timeoutMs)
         }
-        return await sendWithUndici(agent, req, outbound.list)
+        return await withinDeadline(sendWithUndici(agent, req, outbound.list), timeoutMs)
       } catch (err) {
         throw aborted ? shutdownError(err) : toForwardError(err)
       }

@@ -4,7 +4,8 @@ export type FieldErrors = Record<string, string[]>
 
 /** Collects messages per field, so that one 422 names every bad field at once. */
 export class FieldErrorList {
-  readonly fields: FieldErrors = {}
+  // No prototype: a field named after a caller's key (`constructor`) must not find Object.prototype's.
+  readonly fields: FieldErrors = Object.create(null) as FieldErrors
 
   add(field: string, message: string): void {
     ;(this.fields[field] ??= []).push(message)

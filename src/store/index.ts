@@ -13,6 +13,7 @@ import { tokensRepository, type TokensRepository } from './repositories/tokens.j
 import { tenantsRepository, type TenantsRepository } from './repositories/tenants.js'
 import type { Config } from '../config/index.js'
 import { systemClock, type Clock } from '../clock.js'
+import { confirmedWrite } from './unavailable.js'
 
 export interface Store {
   db: Database
@@ -28,6 +29,11 @@ export interface Store {
   audit: AuditRepository
   /** Runs `fn` in one transaction; repositories accept the transaction as their last argument. */
   transaction<T>(fn: (trx: Knex.Transaction) => Promise<T>): Promise<T>
+  /**
+   * Runs a write whose answer may be lost (unavailable.ts, `confirmedWrite`): if it may have
+   * committed, `landed` is asked (within the acquire bound) and a yes counts as success.
+   */
+  confirmed(write: () => Promise<unknown>, landed: () => Promise<boolean>): Promise<void>
 }
 
 export interface OpenStoreOptions extends OpenDatabaseOptions {
@@ -51,6 +57,9 @@ export async function openStore(config: Config, options: OpenStoreOptions = {}):
     idempotency: idempotencyRepository(db.knex),
     audit: auditRepository(db.knex, db.kind),
     transaction: (fn) => db.knex.transaction(fn),
+    async confirmed(write, landed) {
+      await confirmedWrite(write, landed, config.database.acquireTimeoutMs)
+    },
   }
 }
 

@@ -47,5 +47,37 @@ export function unavailableError(cause: unknown, maybeWritten: boolean): AppErro
   const detail = maybeWritten
     ? 'The database did not confirm the write in time: it may or may not have been applied. Read the resource before retrying.'
     : 'The database did not answer in time; nothing was changed. Retry later.'
-  return new AppError('unavailable', { detail, headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) }, cause })
+  const err = new AppError('unavailable', { detail, headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) }, cause })
+  if (maybeWritten) uncertain.add(err)
+  return err
+}
+
+const uncertain = new WeakSet<object>()
+
+/** The error of a write that was sent and never answered: it may have committed (see `confirmedWrite`). */
+export function isUncertainWrite(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && uncertain.has(err)
+}
+
+/**
+ * Runs a write and, when its answer never came (the INSERT or COMMIT was sent, the connection
+ * then failed or timed out), asks on another connection whether it landed: a write that
+ * committed is reported as done, never as failed. `landed` must recognise this very write (a
+ * random value it stored), not merely a row with the same id. Only "yes" settles it: "no" may
+ * be a write still on its way, so the caller is then told the outcome is unknown. The check
+ * gets `boundMs`, so an uncertain write answers within its own bound plus this one.
+ */
+export async function confirmedWrite<T>(write: () => Promise<T>, landed: () => Promise<boolean>, boundMs: number): Promise<T | undefined> {
+  try {
+    return await write()
+  } catch (err) {
+    if (!isUncertainWrite(err) || !(await within(landed(), boundMs))) throw err
+    return undefined
+  }
+}
+
+async function within(check: Promise<boolean>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)))
+  return Promise.race([check.catch(() => false), late]).finally(() => clearTimeout(timer))
 }

@@ -16,7 +16,8 @@ const TERM = /\s*([a-z_]+(?:\.[A-Za-z0-9_-]+)?):(?:"((?:[^"\\]|\\.)*)"|(\S+))/y
  * \" and \\ escapes). Fields: id, type, container, fingerprint, metadata.<key>, data.
  */
 export function parseSearchQuery(query: string): SearchTerms {
-  const terms: SearchTerms = { ids: [], types: [], containers: [], fingerprints: [], metadata: {}, data: [] }
+  // Metadata keys are the caller's: a key named `__proto__` must be a key, not the object's prototype.
+  const terms: SearchTerms = { ids: [], types: [], containers: [], fingerprints: [], metadata: Object.create(null) as Record<string, string>, data: [] }
   let pos = 0
   while (pos < query.length) {
     if (/^\s*$/.test(query.slice(pos))) break
@@ -38,7 +39,8 @@ function addTerm(terms: SearchTerms, field: string, value: string): void {
     terms.metadata[field.slice('metadata.'.length)] = value
     return
   }
-  const list = LIST_FIELDS[field as keyof typeof LIST_FIELDS]
+  // Own fields only: `constructor` and `__proto__` are spelled like fields and must not find Object.prototype's.
+  const list = Object.hasOwn(LIST_FIELDS, field) ? LIST_FIELDS[field as keyof typeof LIST_FIELDS] : undefined
   if (!list) throw ValidationError.field('query', `unknown search field '${field}'; use id, type, container, fingerprint, metadata.<key> or data`)
   terms[list].push(value)
 }

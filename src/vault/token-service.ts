@@ -85,7 +85,7 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
         if (existing) return view(existing, answerTransform(principal, 'token:create', existing))
       }
       try {
-        await store.tokens.insert(record)
+        await store.confirmed(() => store.tokens.insert(record), () => store.tokens.stored(record))
       } catch (err) {
         if (isUniqueViolation(err)) throw new AppError('conflict', { detail: 'A token with this id exists.', cause: err })
         throw err

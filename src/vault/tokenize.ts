@@ -66,9 +66,13 @@ export async function tokenizeValue(
   const shape = walk(value, '')
   if (Object.keys(errors).length) throw new ValidationError(errors)
   try {
-    await deps.store.transaction(async (trx) => {
-      for (const { record } of records) await deps.store.tokens.insert(record, trx)
-    })
+    const insertAll = () =>
+      deps.store.transaction(async (trx) => {
+        for (const { record } of records) await deps.store.tokens.insert(record, trx)
+      })
+    // All or nothing: if the COMMIT's answer was lost, one record tells whether all landed.
+    const first = records[0]?.record
+    await (first ? deps.store.confirmed(insertAll, () => deps.store.tokens.stored(first)) : insertAll())
   } catch (err) {
     if (isUniqueViolation(err)) throw new AppError('conflict', { detail: 'A token with one of these ids exists.', cause: err })
     throw err

@@ -9,6 +9,12 @@ export interface FaultProxy {
   reset(): void
   /** Every open connection is reset and new ones are refused, until `resume`. */
   drop(): void
+  /**
+   * The first connection that sends each of `patterns` in turn (for example `insert into
+   * "tokens"`, then `COMMIT`) gets no answer after the last one: the statement reaches the
+   * server and takes effect, its answer is lost. Resolves once that has happened.
+   */
+  loseAnswersAfter(...patterns: string[]): Promise<void>
   /** Back to normal: paused data flows on. */
   resume(): void
   close(): Promise<void>
@@ -18,6 +24,14 @@ interface Pair {
   client: net.Socket
   upstream: net.Socket
   piped: boolean
+  /** Answers are dropped (see loseAnswersAfter). */
+  deaf?: boolean
+}
+
+interface Trap {
+  patterns: string[]
+  progress: Map<Pair, number>
+  sprung: () => void
 }
 
 /**
@@ -28,12 +42,30 @@ export async function startFaultProxy(t: { teardown(fn: () => unknown): void }, 
   const target = new URL(targetUrl)
   const pairs = new Set<Pair>()
   let mode: 'pass' | 'paused' | 'dropped' = 'pass'
+  let trap: Trap | undefined
 
   const link = (p: Pair) => {
     p.client.pipe(p.upstream)
-    p.upstream.pipe(p.client)
+    if (!p.deaf) p.upstream.pipe(p.client)
     p.piped = true
   }
+  // Sees what a client sends; once the trap's patterns went by in order, the pair goes deaf.
+  const watch = (p: Pair) =>
+    p.client.on('data', (chunk: Buffer) => {
+      if (trap === undefined || p.deaf) return
+      const text = chunk.toString('latin1')
+      let at = trap.progress.get(p) ?? 0
+      while (at < trap.patterns.length && text.includes(trap.patterns[at]!)) at++
+      trap.progress.set(p, at)
+      if (at < trap.patterns.length) return
+      p.deaf = true
+      p.upstream.unpipe(p.client)
+      // Read and drop: the server's answer must not reach the client, nor back up the server.
+      p.upstream.on('data', () => {})
+      const { sprung } = trap
+      trap = undefined
+      sprung()
+    })
   const unlink = (p: Pair) => {
     p.client.unpipe(p.upstream)
     p.upstream.unpipe(p.client)
@@ -52,6 +84,7 @@ export async function startFaultProxy(t: { teardown(fn: () => unknown): void }, 
     const upstream = net.connect(Number(target.port), target.hostname)
     const pair: Pair = { client, upstream, piped: false }
     pairs.add(pair)
+    watch(pair)
     const end = () => {
       if (!pairs.has(pair)) return
       pairs.delete(pair)
@@ -81,6 +114,9 @@ export async function startFaultProxy(t: { teardown(fn: () => unknown): void }, 
     drop() {
       mode = 'dropped'
       pairs.forEach(destroy)
+    },
+    loseAnswersAfter(...patterns) {
+      return new Promise<void>((sprung) => (trap = { patterns, progress: new Map(), sprung }))
     },
     resume() {
       mode = 'pass'

@@ -101,3 +101,83 @@ t.test('a rule with both container and conditions names rules[i].container', asy
   t.ok(res.body.errors['rules[1].container'], 'names the field')
   t.notOk(res.body.errors['rules[1]'], 'not only the rule')
 })
+
+t.test('search fields and query parameters spelled like Object.prototype members are 400s, never 500s or dropped filters', async (t) => {
+  const app = await startTestApp(t)
+  const key = await tokenKey(app)
+  t.equal((await app.request('POST', '/tokens', { key, body: { type: 'token', data: 'x', metadata: { a: 'b' } } })).status, 201)
+  for (const path of ['/tokens/search', '/v2/tokens/search']) {
+    for (const query of ['constructor:x', '__proto__:x', 'type:token constructor:x']) {
+      const res = await app.request('POST', path, { key, body: { query } })
+      t.equal(res.status, 400, `${path} ${query}: 400`)
+      t.ok(res.body?.errors?.query, `${path} ${query}: names query`)
+    }
+  }
+  // A metadata filter on `__proto__` is a filter (no token has that key), not an absent one.
+  const searched = await app.request('POST', '/tokens/search', { key, body: { query: 'metadata.__proto__:x' } })
+  t.equal(searched.body.pagination.total_items, 0, 'search: metadata.__proto__ filters')
+  const listed = await app.request('GET', '/tokens?metadata.__proto__=x', { key })
+  t.equal(listed.body.pagination.total_items, 0, 'list: metadata.__proto__ filters')
+  for (const [path, field] of [
+    ['/tokens?__proto__=x', '__proto__'],
+    ['/logs?__proto__=x', '__proto__'],
+    ['/logs?constructor=x', 'constructor'],
+    ['/logs?toString=x&hasOwnProperty=y', 'toString'],
+  ] as const) {
+    const res = await app.request('GET', path, { key: path.startsWith('/tokens') ? key : undefined })
+    t.equal(res.status, 400, `${path}: 400`)
+    t.ok(res.body?.errors?.[field], `${path}: names ${field}`)
+  }
+})
+
+t.test('numbers and dates that no store can hold are 400s naming the field', async (t) => {
+  const app = await startTestApp(t)
+  const key = await tokenKey(app)
+  const before = await counts(app, key)
+  const json = { 'content-type': 'application/json' }
+  for (const [label, path, rawBody, field] of [
+    ['1e400 in data', '/tokens', '{"type":"token","data":{"n":1e400}}', 'data.n'],
+    ['-1e400 in tokenize', '/tokenize', '{"a":-1e400}', 'a'],
+    ['1e400 page in search', '/tokens/search', '{"query":"type:token","page":1e400}', 'page'],
+    ['1e300 page in search', '/tokens/search', '{"query":"type:token","page":1e300}', 'page'],
+    ['leap second in expires_at', '/tokens', '{"type":"token","data":"x","expires_at":"2099-06-30T23:59:60Z"}', 'expires_at'],
+    ['leap second on an Application', '/applications', '{"name":"a","type":"private","permissions":["token:read"],"expires_at":"2099-12-31T23:59:60Z"}', 'expires_at'],
+  ] as const) {
+    const res = await app.request('POST', path, { key: path === '/applications' ? undefined : key, rawBody, headers: json })
+    t.equal(res.status, 400, `${label}: 400`)
+    t.ok(res.body?.errors?.[field], `${label}: names ${field} (${res.text.slice(0, 200)})`)
+  }
+  t.same(await counts(app, key), before, 'nothing was stored')
+  for (const [path, field] of [
+    ['/tokens?page=1e400', 'page'],
+    ['/tokens?page=Infinity', 'page'],
+    ['/applications?page=99999999999999999999', 'page'],
+    ['/logs?from=2099-06-30T23:59:60Z', 'from'],
+    ['/logs?from=0000-01-01T00:00:00Z', 'from'],
+    ['/logs/export?from=2099-06-30T23:59:60Z', 'from'],
+  ] as const) {
+    const res = await app.request('GET', path, { key: path.startsWith('/tokens') ? key : undefined })
+    t.equal(res.status, 400, `${path}: 400`)
+    t.ok(res.body?.errors?.[field], `${path}: names ${field} (${res.text.slice(0, 200)})`)
+  }
+})
+
+t.test('percent-encodings that do not decode to UTF-8 are 400s naming the parameter', async (t) => {
+  const app = await startTestApp(t)
+  const key = await tokenKey(app)
+  for (const [path, field] of [
+    ['/tokens/%ED%A0%80', 'path'],
+    ['/tokens/%FF', 'path'],
+    ['/tokens/abc%zz', 'path'],
+    ['/tokens?id=%FF', 'id'],
+    ['/tokens?id=%ED%A0%80', 'id'],
+    ['/tokens?id=%', 'id'],
+    ['/tokens?%FF=1', 'query'],
+    ['/tokens?metadata.colour=%C3', 'metadata.colour'],
+  ] as const) {
+    const res = await app.request('GET', path, { key })
+    t.equal(res.status, 400, `${path}: 400`)
+    t.ok(res.body?.errors?.[field], `${path}: names ${field} (${res.text.slice(0, 200)})`)
+  }
+  t.equal((await app.request('GET', '/tokens?id=caf%C3%A9&metadata.a=b+c', { key })).status, 200, 'valid encodings pass')
+})

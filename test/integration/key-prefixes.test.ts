@@ -45,3 +45,26 @@ t.test('a tenant bootstrapped without SVC_BOOTSTRAP_API_KEY gets a management-pr
   t.equal(res.status, 201)
   t.match(res.body.application.key, /^tsr_mgmt_[A-Za-z0-9]{43}$/)
 })
+
+t.test('private Application and pre-configured proxy keys issued as key_ keep working', async (t) => {
+  const before = await startTestApp(t, {}, { persistent: true })
+  const priv = await before.request('POST', '/applications', { body: { name: 'old private', type: 'private', permissions: ['token:read', 'token:use'] } })
+  const proxy = await before.request('POST', '/proxies', { body: { name: 'old proxy', destination_url: 'http://127.0.0.1:9' } })
+  t.equal(priv.status, 201)
+  t.equal(proxy.status, 201)
+  // As stored before the prefixes: only the hash of a `key_` key.
+  const oldPrivate = generateApiKey()
+  const oldProxy = generateApiKey()
+  const { hasher, store } = before.services
+  await store.db.knex('applications').where({ id: priv.body.id }).update({ key_hash: hasher.hash(oldPrivate) })
+  await store.db.knex('proxies').where({ id: proxy.body.id }).update({ key_hash: hasher.hash(oldProxy) })
+  await before.close()
+  // A restart: nothing cached from before the keys were swapped.
+  const app = await startTestApp(t, {}, { reuse: before })
+  t.equal((await app.request('GET', '/tokens', { key: oldPrivate })).status, 200, 'the old private key authenticates')
+  t.equal((await app.request('GET', '/tokens', { key: priv.body.key })).status, 401, 'the key it replaced does not')
+  const proxied = await app.request('GET', '/proxy', { key: oldPrivate, headers: { 'SVC-PROXY-KEY': oldProxy } })
+  t.equal(proxied.status, 502, 'the old proxy key is accepted (502: the destination itself is closed)')
+  // An authenticated caller naming no proxy is a 403 (policies.ts, unknownProxyKey).
+  t.equal((await app.request('GET', '/proxy', { key: oldPrivate, headers: { 'SVC-PROXY-KEY': proxy.body.key } })).status, 403, 'the proxy key it replaced is not')
+})

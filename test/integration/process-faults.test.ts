@@ -142,8 +142,10 @@ t.test('SIGTERM under load: readiness down, Connection: close, calls aborted and
   t.equal(exit.code, 0, 'exit 0')
   // The drain's own budget ends before grace + 1 s; 0.5 s more is room for a loaded machine.
   t.ok(exit.at - sentAt <= graceMs + 1500, `exited ${exit.at - sentAt} ms after SIGTERM (grace ${graceMs} ms)`)
-  const lines = svc.output().split('\n').filter((l) => l.includes('"msg":"request"') && l.includes('"path":"/proxy/held"'))
-  t.match(lines[0] ?? '', /"status":503.*"shutdown":"aborted at the deadline"/, 'the access log says what happened')
+  const logged = (path: string) => svc.output().split('\n').find((l) => l.includes('"msg":"request"') && l.includes(`"path":"${path}"`)) ?? ''
+  t.match(logged('/proxy/held'), /"status":503.*"shutdown":"aborted at the deadline"/, 'the access log says what happened to the destination call')
+  t.match(logged(`/reactors/${reactorId}/react`), /"status":503.*"shutdown":"aborted at the deadline"/, 'and to the Reactor call')
+  t.match(logged('/proxy/slow'), /"status":200.*"shutdown":"draining"/, 'and to the call that finished in the grace')
 })
 
 t.test('readiness goes down as soon as the drain starts', async (t) => {

@@ -1,5 +1,6 @@
+import type { Socket } from 'node:net'
 import t from 'tap'
-import { assertProxyError, startProxyApp } from '../helpers/proxy.js'
+import { assertProxyError, rawRequest, startProxyApp } from '../helpers/proxy.js'
 import { startRawStub, startStub } from '../helpers/stub-server.js'
 
 const SWITCH = 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n'
@@ -49,7 +50,10 @@ t.test('SVC-PROXY-CONNECTION and SVC-PROXY-KEEP-ALIVE take only the documented v
 t.test('dot segments with path parameters are refused like other traversal', async (t) => {
   const app = await startProxyApp(t)
   const stub = await startStub(t)
-  for (const path of ['/proxy/..;/admin', '/proxy/api/..;/..;/admin', '/proxy/%2e%2e;/admin', '/proxy/..%3b/admin', '/proxy/%2E%2E%3Bx=1/admin', '/proxy/.;/admin']) {
+  const forms = ['/proxy/..;/admin', '/proxy/api/..;/..;/admin', '/proxy/%2e%2e;/admin', '/proxy/..%3b/admin', '/proxy/%2E%2E%3Bx=1/admin', '/proxy/.;/admin']
+  // Double encoding, NUL, overlong UTF-8 and look-alikes: servers that decode again or fold them resolve `..` too.
+  const encoded = ['/proxy/%252e%252e;/admin', '/proxy/%252e%252e/admin', '/proxy/..%00/admin', '/proxy/%c0%ae%c0%ae/admin', '/proxy/%u002e%u002e/admin', '/proxy/..%20/admin']
+  for (const path of [...forms, ...encoded]) {
     assertProxyError(t, await app.proxy(`${stub.origin}/base`, { path }), 400, path)
   }
   assertProxyError(t, await app.proxy(`${stub.origin}/base/..;/admin`), 400, 'in SVC-PROXY-URL')
@@ -57,4 +61,52 @@ t.test('dot segments with path parameters are refused like other traversal', asy
   const params = await app.proxy(`${stub.origin}/base`, { path: '/proxy/a;v=1/b' })
   t.equal(params.status, 200, 'ordinary path parameters still pass')
   t.equal(stub.seen.at(-1)?.url, '/base/a;v=1/b')
+})
+
+t.test('every forwarded call ends within the destination time-out, however slowly the destination trickles', async (t) => {
+  const TIMEOUT_MS = 1000
+  // Room for scheduling on a loaded machine; what is asserted is "bounded", not "fast".
+  const BOUND_MS = TIMEOUT_MS + 1500
+  const app = await startProxyApp(t, { SVC_PROXY_TIMEOUT_MS: String(TIMEOUT_MS) })
+  const timers = new Set<NodeJS.Timeout>()
+  t.teardown(() => timers.forEach(clearInterval))
+  // One byte every 200 ms: always within the idle time-out, never done.
+  const drip = (socket: Socket, head: string, unit: string) => {
+    socket.write(head)
+    const timer = setInterval(() => (socket.destroyed ? clearInterval(timer) : socket.write(unit)), 200)
+    timers.add(timer)
+  }
+  const bodyDrip = await startRawStub(t, (socket) => socket.once('data', () => drip(socket, 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n', '1\r\nx\r\n')))
+  const headDrip = await startRawStub(t, (socket) => socket.once('data', () => drip(socket, 'HTTP/1.1 200 OK\r\n', 'X')))
+  // A small announced body is read whole before it is relayed: still arriving at the deadline, a 504.
+  const smallDrip = await startRawStub(t, (socket) => socket.once('data', () => drip(socket, 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1000\r\n\r\n', 'x')))
+  const timed = async <T>(p: Promise<T>) => {
+    const start = Date.now()
+    const settled = await p.then((value) => ({ value }), (error: unknown) => ({ error }))
+    return { ...settled, ms: Date.now() - start }
+  }
+
+  for (const headers of [[], ['SVC-PROXY-CONNECTION', 'keep-alive']]) {
+    const label = headers.length ? 'node:http path' : 'undici path'
+    const body = await timed(app.proxy(`http://127.0.0.1:${bodyDrip}`, { headers }))
+    t.ok('error' in body, `${label}, body trickle: the caller sees an aborted response`)
+    t.ok(body.ms < BOUND_MS, `${label}, body trickle: ended in ${body.ms} ms`)
+    const head = await timed(app.proxy(`http://127.0.0.1:${headDrip}`, { headers }))
+    t.ok(head.ms < BOUND_MS, `${label}, head trickle: ended in ${head.ms} ms`)
+    if ('value' in head) assertProxyError(t, head.value, 504, `${label}, head trickle`)
+    const small = await timed(app.proxy(`http://127.0.0.1:${smallDrip}`, { headers }))
+    t.ok(small.ms < BOUND_MS, `${label}, small body trickle: ended in ${small.ms} ms`)
+    if ('value' in small) assertProxyError(t, small.value, 504, `${label}, small body trickle`)
+    else t.fail(`${label}, small body trickle: answered (${String(small.error)})`)
+  }
+
+  // A response transform reads the whole body first: the time-out is a 504, not a wait.
+  const reactorApp = await app.request('POST', '/applications', { body: { name: 'transform', type: 'private', permissions: ['token:use'] } })
+  const proxy = await app.request('POST', '/proxies', {
+    body: { name: 'p', destination_url: `http://127.0.0.1:${bodyDrip}`, require_auth: false, application: { id: reactorApp.body.id }, response_transform: { code: 'module.exports = async (req) => req.args' } },
+  })
+  t.equal(proxy.status, 201)
+  const transformed = await timed(rawRequest(app.url, { path: '/proxy', headers: ['SVC-PROXY-KEY', proxy.body.key] }))
+  t.ok(transformed.ms < BOUND_MS, `transform path: ended in ${transformed.ms} ms`)
+  t.ok('value' in transformed && transformed.value.status === 504, 'transform path: 504')
 })

@@ -73,8 +73,10 @@ export function tokenRoutes(router: AppRouter, vault: TokenizeDeps, audit: Audit
 
 /** `metadata.<key>=<value>` filters are open-ended, so they are taken out before schema validation. */
 function splitMetadata(query: Record<string, string | string[] | undefined>) {
-  const metadata: Record<string, string> = {}
-  const rest: Record<string, unknown> = {}
+  // Without a prototype, a parameter named `__proto__` (or `metadata.__proto__`) stays a key: an
+  // unknown parameter (400) or a filter no token matches, never silently dropped.
+  const metadata = Object.create(null) as Record<string, string>
+  const rest = Object.create(null) as Record<string, unknown>
   for (const [key, value] of Object.entries(query)) {
     if (key.startsWith('metadata.') && key.length > 9) metadata[key.slice(9)] = Array.isArray(value) ? (value.at(-1) ?? '') : (value ?? '')
     else rest[key] = value

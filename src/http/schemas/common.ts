@@ -17,7 +17,8 @@ export const AuditFields = {
 }
 
 export const PageQuery = {
-  page: Type.Integer({ minimum: 1, default: 1 }),
+  // Bounded so that `(page - 1) * size` is an offset every store takes; `1e400` is no page.
+  page: Type.Integer({ minimum: 1, maximum: 2_147_483_647, default: 1 }),
   size: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
 }
 

@@ -1,6 +1,6 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
 import { actorKinds, auditActions, httpMethods, outcomes, targetTypes, transforms } from '../../audit/events.js'
-import { ValidationError, type FieldErrors } from '../../errors/index.js'
+import { ValidationError } from '../../errors/index.js'
 import type { AuditFilter, AuditPosition } from '../../store/index.js'
 import { DateTime, StringEnum, Uuid } from './common.js'
 import { validator } from './validate.js'
@@ -104,9 +104,13 @@ function queryValidator<S extends TSchema>(schema: S): (value: unknown) => Stati
       return validate(value)
     } catch (err) {
       if (!(err instanceof ValidationError) || !err.errors) throw err
-      const errors: FieldErrors = {}
-      for (const [field, messages] of Object.entries(err.errors)) (errors[field.replace(/\[\d+\]$/, '')] ??= []).push(...messages)
-      throw new ValidationError(errors)
+      // A Map: a parameter named `constructor` or `__proto__` must not find Object.prototype's.
+      const errors = new Map<string, string[]>()
+      for (const [field, messages] of Object.entries(err.errors)) {
+        const name = field.replace(/\[\d+\]$/, '')
+        errors.set(name, [...(errors.get(name) ?? []), ...messages])
+      }
+      throw new ValidationError(Object.fromEntries(errors))
     }
   }
 }

@@ -14,8 +14,10 @@ export function unsafeTextReason(text: string): string | undefined {
   return undefined
 }
 
+const NON_FINITE = 'must be a number within the range of a double (about ±1.8e308)'
+
 /**
- * The first unsafe string in a parsed JSON value, keys included, as a field error named like the
+ * The first unsafe string (or a number out of range) in a parsed JSON value, keys included, as a field error named like the
  * validation errors (`rules[0].description`); undefined when every string is safe. A bad key is
  * reported on the object that holds it, so the error never has to repeat the key.
  */
@@ -28,6 +30,9 @@ export function findUnsafeText(root: unknown): FieldErrors | undefined {
       if (reason !== undefined) return { [path || 'body']: [reason] }
       continue
     }
+    // JSON.parse turns a number beyond a double's range (1e400) into Infinity, which is stored
+    // and answered as null: refused like any other value that cannot be held as sent.
+    if (typeof value === 'number' && !Number.isFinite(value)) return { [path || 'body']: [NON_FINITE] }
     if (value === null || typeof value !== 'object') continue
     if (Array.isArray(value)) {
       value.forEach((item, i) => stack.push([item, `${path}[${i}]`]))

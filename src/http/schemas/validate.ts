@@ -1,20 +1,49 @@
 import { Ajv, type ErrorObject } from 'ajv'
 import addFormats from 'ajv-formats'
+import { fullFormats } from 'ajv-formats/dist/formats.js'
 import type { Static, TSchema } from '@sinclair/typebox'
 import { ValidationError, type FieldErrors } from '../../errors/index.js'
 
-const ajv = new Ajv({ allErrors: true, strict: false, useDefaults: true, coerceTypes: false })
-addFormats.default(ajv, ['date-time', 'uuid'])
+// strictNumbers: NaN and Infinity fail number checks (behind json-body, which refuses numbers beyond
+// a double; query values ajv coerces are checked after validation, see assertFiniteParameters).
+const ajv = new Ajv({ allErrors: true, strict: false, useDefaults: true, coerceTypes: false, strictNumbers: true })
+const queryAjv = new Ajv({ allErrors: true, strict: false, useDefaults: true, coerceTypes: 'array', strictNumbers: true })
+for (const instance of [ajv, queryAjv]) {
+  addFormats.default(instance, ['date-time', 'uuid'])
+  instance.addFormat('date-time', { type: 'string', validate: isStorableDateTime })
+}
 
-const queryAjv = new Ajv({ allErrors: true, strict: false, useDefaults: true, coerceTypes: 'array' })
-addFormats.default(queryAjv, ['date-time', 'uuid'])
+const rfc3339 = (fullFormats['date-time'] as { validate: (value: string) => boolean }).validate
+
+/**
+ * RFC 3339, and an instant every store can hold: a leap second (`23:59:60`) is valid RFC 3339
+ * but no valid JS Date (it reached the database as an invalid date: a 500), and PGlite refuses
+ * year 0 (a 500 there only).
+ */
+export function isStorableDateTime(value: string): boolean {
+  if (!rfc3339(value)) return false
+  const time = Date.parse(value)
+  return Number.isFinite(time) && new Date(time).getUTCFullYear() >= 1
+}
 
 /** Compiles a schema once; the returned function narrows `unknown` to the schema's type or throws a 400. */
 export function validator<S extends TSchema>(schema: S, options: { query?: boolean } = {}): (value: unknown) => Static<S> {
   const validate = (options.query ? queryAjv : ajv).compile<Static<S>>(schema)
   return (value) => {
-    if (validate(value)) return value
-    throw new ValidationError(toFieldErrors(validate.errors ?? []))
+    if (!validate(value)) throw new ValidationError(toFieldErrors(validate.errors ?? []))
+    if (options.query) assertFiniteParameters(value)
+    return value
+  }
+}
+
+/**
+ * ajv coerces a query's `page=1e400` to Infinity and then skips its range checks for a number
+ * that is not finite (strictNumbers or not), so a coerced parameter is checked here.
+ */
+function assertFiniteParameters(query: unknown): void {
+  if (query === null || typeof query !== 'object') return
+  for (const [name, value] of Object.entries(query)) {
+    if ([value].flat().some((item) => typeof item === 'number' && !Number.isFinite(item))) throw ValidationError.field(name, 'must be a finite number')
   }
 }
 

@@ -33,6 +33,10 @@ export function applicationsRepository(knex: Knex) {
     async insert(app: ApplicationRecord, trx: Knex = knex): Promise<void> {
       await table(trx).insert({ ...app, permissions: json(app.permissions), rules: json(app.rules) })
     },
+    /** Whether this very Application was stored: its key hash is of a fresh random key. */
+    async stored(app: ApplicationRecord): Promise<boolean> {
+      return (await table().where({ tenant_id: app.tenant_id, id: app.id, key_hash: app.key_hash }).first(knex.raw('1 as found'))) !== undefined
+    },
     async findById(tenantId: string, id: string): Promise<ApplicationRecord | undefined> {
       return table().where({ tenant_id: tenantId, id }).first()
     },

@@ -108,6 +108,10 @@ export function tokensRepository(knex: Knex, now: Clock) {
     async insert(row: TokenRecord, trx: Knex = knex): Promise<void> {
       await trx('tokens').insert(serialize(row))
     },
+    /** Whether this very row was stored: its wrapped data key is random, so no other row has it. */
+    async stored(row: TokenRecord): Promise<boolean> {
+      return (await knex('tokens').where({ tenant_id: row.tenant_id, id: row.id, encrypted_key: Buffer.from(row.encrypted_key) }).first(knex.raw('1 as found'))) !== undefined
+    },
     async findById(tenantId: string, id: string): Promise<TokenRecord | undefined> {
       return live().where({ tenant_id: tenantId, id }).first()
     },

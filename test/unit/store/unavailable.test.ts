@@ -1,6 +1,6 @@
 import t from 'tap'
 import { mayHaveWritten } from '../../../src/store/bounded-client.js'
-import { classifyFailure, unavailableError } from '../../../src/store/unavailable.js'
+import { classifyFailure, unavailableError, confirmedWrite, isUncertainWrite } from '../../../src/store/unavailable.js'
 
 t.test('failures of availability are told apart from other database errors', async (t) => {
   t.equal(classifyFailure(Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' })), 'server')
@@ -34,4 +34,24 @@ t.test('only a statement that could have committed on its own is reported as "ma
   t.equal(mayHaveWritten(outside, { sql: 'update tokens set ...' }), true)
   t.equal(mayHaveWritten(inside, { sql: 'insert into tokens ...' }), false, 'inside a transaction nothing commits before COMMIT')
   t.equal(mayHaveWritten(inside, 'COMMIT;'), true, 'the COMMIT itself')
+})
+
+t.test('confirmedWrite: a write whose answer was lost counts as done only when it is found', async (t) => {
+  const lost = () => Promise.reject(unavailableError(Object.assign(new Error('Query read timeout')), true))
+  const refused = unavailableError(new Error('x'), false)
+  t.equal(isUncertainWrite(await lost().catch((e: unknown) => e)), true)
+  t.equal(isUncertainWrite(refused), false)
+
+  t.equal(await confirmedWrite(() => Promise.resolve(7), () => Promise.reject(new Error('not asked')), 100), 7, 'an answered write is not checked')
+  await t.resolves(confirmedWrite(lost, () => Promise.resolve(true), 100), 'found: done')
+  await t.rejects(confirmedWrite(lost, () => Promise.resolve(false), 100), { code: 'unavailable', detail: /may or may not/ }, 'not found: still unknown')
+  await t.rejects(confirmedWrite(lost, () => Promise.reject(new Error('down')), 100), { code: 'unavailable' }, 'the check failed: still unknown')
+  const start = Date.now()
+  await t.rejects(confirmedWrite(lost, () => new Promise<boolean>(() => {}), 100), { code: 'unavailable' }, 'the check hangs: unknown, within its bound')
+  t.ok(Date.now() - start < 1000)
+  let asked = false
+  const check = () => ((asked = true), Promise.resolve(true))
+  await t.rejects(confirmedWrite(() => Promise.reject(refused), check, 100), { code: 'unavailable' }, 'nothing was sent: no check')
+  await t.rejects(confirmedWrite(() => Promise.reject(new Error('constraint')), check, 100), /constraint/, 'other errors pass through')
+  t.notOk(asked)
 })
