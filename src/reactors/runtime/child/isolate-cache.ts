@@ -36,10 +36,10 @@ export interface CacheLimits {
 const RECYCLE_HEAP_FRACTION = 0.5
 /**
  * The heap statistics walk the isolate's heap: an isolate well under the threshold (below half
- * of it) is checked only every few calls; a few calls add little, while each check cost about
- * 15 µs.
+ * of it) is checked only every few calls (and after its first); a few calls add little, while
+ * each check cost about 15 µs.
  */
-const HEAP_CHECK_EVERY = 8
+const HEAP_CHECK_EVERY = 4
 /** Versions whose `contained` verdict is remembered (a boolean each), beyond which the oldest go. */
 const CONTAINED_MEMORY = 1024
 
@@ -124,7 +124,7 @@ export class IsolateCache {
         module.runSync(sandbox.context)
         sandbox.evaluated = true
       }
-      return { id, isolate, module, context: sandbox, keep, busy: true, sinceHeapCheck: 0 }
+      return { id, isolate, module, context: sandbox, keep, busy: true, sinceHeapCheck: HEAP_CHECK_EVERY - 1 }
     } catch (err) {
       discardBlank(blank)
       throw err
