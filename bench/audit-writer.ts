@@ -29,6 +29,8 @@ export interface AuditWriterRow {
   events_per_commit: number
   p50_us: number
   p99_us: number
+  /** CPU of this process (writer, sealing, driver) per event written. */
+  cpu_us_per_event: number
 }
 
 const DEFAULT_OUT = resolve(dirname(fileURLToPath(import.meta.url)), 'results/audit-writer-latest.json')
@@ -46,6 +48,7 @@ function requestEvents(tenantId: string): AuditEvent[] {
 async function closedLoop(audit: AuditLog, tenants: string[], concurrency: number, durationMs: number) {
   const samples: number[] = []
   const before = audit.stats()
+  const cpu = process.cpuUsage()
   const started = process.hrtime.bigint()
   const deadline = Date.now() + durationMs
   await Promise.all(
@@ -58,10 +61,11 @@ async function closedLoop(audit: AuditLog, tenants: string[], concurrency: numbe
     }),
   )
   const seconds = Number(process.hrtime.bigint() - started) / 1e9
+  const used = process.cpuUsage(cpu)
   const after = audit.stats()
   const events = after.written - before.written
   const commits = after.batches - before.batches
-  return { concurrency, events_per_s: round0(events / seconds), commits_per_s: round0(commits / seconds), events_per_commit: round1(events / commits), p50_us: round0(percentileUs(samples, 50)), p99_us: round0(percentileUs(samples, 99)) }
+  return { concurrency, events_per_s: round0(events / seconds), commits_per_s: round0(commits / seconds), events_per_commit: round1(events / commits), p50_us: round0(percentileUs(samples, 50)), p99_us: round0(percentileUs(samples, 99)), cpu_us_per_event: round1((used.user + used.system) / events) }
 }
 
 export async function runAuditWriterBench(options: { databaseUrl?: string; seconds?: number; concurrency?: number[]; tenants?: number; outFile?: string | null } = {}) {

@@ -24,13 +24,16 @@ export function chainHash(key: AuditKey, previousHash: string, row: Omit<AuditRo
   return createHmac('sha256', key.chain).update(previousHash).update('\n').update(canonicalEntry(row)).digest('hex')
 }
 
-/** Appends `rows` (in order) to the chain whose head is `head`; returns them sealed and the new head. */
+/** Appends `rows` (in order) to the chain whose head is `head`, sealing them in place; returns them and the new head. */
 export function sealRows(key: AuditKey, head: Pick<ChainHead, 'seq' | 'hash'>, rows: readonly UnsealedAuditRow[]): { rows: AuditRow[]; seq: number; hash: string } {
   let { seq, hash } = head
   const sealed = rows.map((row) => {
     seq += 1
-    // canonicalEntry names its fields, so the placeholder hash is not part of what is hashed.
-    const entry: AuditRow = { ...row, seq, key_id: key.id, hash: '' }
+    // Sealed in place: the row is the writer's own, and sealing it again (on a head that moved)
+    // overwrites all three fields. canonicalEntry names its fields, so the hash is not hashed.
+    const entry = row as AuditRow
+    entry.seq = seq
+    entry.key_id = key.id
     entry.hash = hash = chainHash(key, hash, entry)
     return entry
   })

