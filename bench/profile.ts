@@ -4,14 +4,16 @@
  * and prints the functions with the most self time.
  *
  *   npx tsx bench/profile.ts [tokens=0] [seconds=8] [connections=32] [preconfigured=0]
+ *   (preconfigured: 1 both transforms, 2 request transform only, 3 response transform only, 4 none)
  */
+import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { call, createCardTokens, createPrivateApp } from './lib/api.js'
 import { startHelper } from './lib/helpers.js'
 import { closedLoop, saturate } from './lib/measure.js'
-import { DRIVER_CORE, measureCpu, pinSelf } from './lib/proc.js'
+import { cpuTimeUs, DRIVER_CORE, measureCpu, pinSelf, processTree } from './lib/proc.js'
 import { proxyBody } from './proxy.js'
 import { createBackend, startTessera } from './lib/tessera.js'
 
@@ -29,17 +31,26 @@ try {
   const ids = tokens > 0 ? await createCardTokens(tessera.url, app.key, tokens) : []
   const headers: Record<string, string> = { 'content-type': 'application/json', 'SVC-API-KEY': app.key, 'SVC-PROXY-URL': `${destination.url}/echo` }
   if (preconfigured) {
+    // 1: both transforms, 2: the request transform only, 3: the response transform only, 4: none.
     const res = await call(tessera.url, backend.adminKey, 'POST', '/proxies', {
       name: 'p', destination_url: `${destination.url}/echo`, application: { id: app.id },
-      request_transform: { code: 'module.exports = async function (req) { return { body: req.args.body, headers: req.args.headers } }' },
-      response_transform: { code: 'module.exports = async function (req) { return { body: req.args.body, headers: req.args.headers, status: req.args.status } }' },
+      ...(preconfigured === 1 || preconfigured === 2 ? { request_transform: { code: 'module.exports = async function (req) { return { body: req.args.body, headers: req.args.headers } }' } } : {}),
+      ...(preconfigured === 1 || preconfigured === 3 ? { response_transform: { code: 'module.exports = async function (req) { return { body: req.args.body, headers: req.args.headers, status: req.args.status } }' } } : {}),
     })
     headers['SVC-PROXY-KEY'] = res.body.key
   }
   const request = { method: 'POST' as const, path: '/proxy', headers, body: proxyBody(ids) }
   await closedLoop(tessera.url, request, { concurrency: connections, durationMs: 2000 })
+  const tree = processTree(tessera.pid)
+  // PROF_CHILD_CORE=1: the runtime child on the other core (how much sharing one core costs).
+  if (process.env.PROF_CHILD_CORE) for (const pid of tree.slice(1)) execFileSync('taskset', ['-a', '-p', '-c', process.env.PROF_CHILD_CORE, String(pid)])
+  const before = tree.map(cpuTimeUs)
+  const userSys = (pid: number) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ').slice(11, 13).map(Number)
+  const usBefore = tree.map(userSys)
   const { result, cpuUs } = await measureCpu([tessera.pid], () => saturate([`${tessera.url}/proxy`], request, { connections, durationS: seconds }))
-  console.log(`${result.rps.toFixed(0)} req/s, ${(cpuUs / result.requests).toFixed(1)} CPU µs/req, errors ${result.errors}`)
+  const each = tree.map((pid, i) => `${i === 0 ? 'api' : `child ${pid}`} ${((cpuTimeUs(pid) - before[i]!) / result.requests).toFixed(1)}`)
+  console.log(`${result.rps.toFixed(0)} req/s, ${(cpuUs / result.requests).toFixed(1)} CPU µs/req (${each.join(', ')}), errors ${result.errors}`)
+  console.log(`user/sys ticks: ${tree.map((pid, i) => { const [u, s] = userSys(pid); return `${u! - usBefore[i]![0]!}/${s! - usBefore[i]![1]!}` }).join(', ')}; context switches: ${tree.map((pid) => readFileSync(`/proc/${pid}/status`, 'utf8').match(/voluntary_ctxt_switches:\s+(\d+)/)?.[1]).join(', ')}`)
   const lat = await closedLoop(tessera.url, request, { concurrency: 1, requests: 2000 })
   const sorted = [...lat.samplesNs].sort((a, b) => a - b)
   console.log(`c=1 p50 ${(sorted[Math.floor(sorted.length / 2)]! / 1000).toFixed(1)} µs`)
