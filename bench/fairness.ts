@@ -15,6 +15,7 @@
  * Writes bench/results/<date>-fairness.md and .json.
  */
 import { mkdir, writeFile } from 'node:fs/promises'
+import { availableParallelism } from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { Pool } from 'undici'
@@ -31,6 +32,7 @@ const RATE = Number(args.rate)
 const DEADLINE_MS = 5000
 const HOSTILE_CALLS = 60
 const OPERATOR_KEY = `operator-${'x'.repeat(40)}`
+const SLOW_CAP = Math.max(1, Math.floor(availableParallelism() / 2))
 
 const ECHO = 'module.exports = async (req) => ({ raw: req.args })'
 const SPIN = 'module.exports = async () => { while (true) {} }'
@@ -153,7 +155,7 @@ async function main(): Promise<void> {
       '',
       machineLine(result.machine),
       '',
-      `Backend: ${backend.name}. Reactor deadline ${DEADLINE_MS} ms, default caps (per Reactor 8, per tenant 16, total 32; queue 64 per tenant, 256 in all, 1 s).`,
+      `Backend: ${backend.name}. Reactor deadline ${DEADLINE_MS} ms, default caps (per Reactor 8, per tenant 16, total 32; a tenant whose calls are not quick, at most ${SLOW_CAP} at once (half the cores): until one ends within 250 ms, and while one runs longer; queue 64 per tenant, 256 in all, 1 s).`,
       '',
       markdownTable(['victim (tenant B, warm echo, c=1)', 'p50 µs', 'p99 µs', 'requests'], [
         ['idle', idle.p50Us, idle.p99Us, idle.requests],

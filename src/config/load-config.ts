@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os'
 import { Ajv } from 'ajv'
 import { parseRange } from '../ratelimit/client-ip.js'
 import { KeyringError, parseKeyring } from '../vault/crypto/parse-keyring.js'
@@ -64,7 +65,7 @@ export interface Config {
     /** The runtime child's whole environment (an allow-list, see runtime-env.ts). */
     childEnv: Readonly<Record<string, string>>
     /** Calls running at once (in this process's runtime): in all, per tenant, per Reactor. */
-    concurrency: { total: number; perTenant: number; perReactor: number }
+    concurrency: { total: number; perTenant: number; perReactor: number; perTenantSlow: number; slowCallMs: number }
     /** Calls waiting for a free slot: in all, per tenant, and for how long at most (then 503). */
     queue: { total: number; perTenant: number; timeoutMs: number }
     /** Warm isolates kept: per Reactor and in all; extras beyond hotConcurrency go after idleMs. */
@@ -154,7 +155,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       payloadMaxBytes: r.SVC_REACTOR_PAYLOAD_MAX_BYTES,
       workers: r.SVC_REACTOR_WORKERS,
       childEnv: runtimeChildEnv(env),
-      concurrency: { total: r.SVC_REACTOR_CONCURRENCY_TOTAL, perTenant: r.SVC_REACTOR_CONCURRENCY_PER_TENANT, perReactor: r.SVC_REACTOR_CONCURRENCY_PER_REACTOR },
+      concurrency: {
+        total: r.SVC_REACTOR_CONCURRENCY_TOTAL,
+        perTenant: r.SVC_REACTOR_CONCURRENCY_PER_TENANT,
+        perReactor: r.SVC_REACTOR_CONCURRENCY_PER_REACTOR,
+        perTenantSlow: r.SVC_REACTOR_CONCURRENCY_PER_TENANT_SLOW ?? Math.min(r.SVC_REACTOR_CONCURRENCY_PER_TENANT, Math.max(1, Math.floor(availableParallelism() / 2))),
+        slowCallMs: r.SVC_REACTOR_SLOW_CALL_MS,
+      },
       queue: { total: r.SVC_REACTOR_QUEUE_TOTAL, perTenant: r.SVC_REACTOR_QUEUE_PER_TENANT, timeoutMs: r.SVC_REACTOR_QUEUE_TIMEOUT_MS },
       warm: { perReactor: r.SVC_REACTOR_WARM_PER_REACTOR, total: r.SVC_REACTOR_WARM_TOTAL, idleMs: r.SVC_REACTOR_WARM_IDLE_MS },
     },
@@ -212,6 +219,7 @@ function listEntries(value: string): string[] {
 function orderingProblems(r: RawConfig): string[] {
   const chains: Array<Array<[string, number]>> = [
     [['SVC_REACTOR_CONCURRENCY_PER_REACTOR', r.SVC_REACTOR_CONCURRENCY_PER_REACTOR], ['SVC_REACTOR_CONCURRENCY_PER_TENANT', r.SVC_REACTOR_CONCURRENCY_PER_TENANT], ['SVC_REACTOR_CONCURRENCY_TOTAL', r.SVC_REACTOR_CONCURRENCY_TOTAL]],
+    [['SVC_REACTOR_CONCURRENCY_PER_TENANT_SLOW', r.SVC_REACTOR_CONCURRENCY_PER_TENANT_SLOW ?? 1], ['SVC_REACTOR_CONCURRENCY_PER_TENANT', r.SVC_REACTOR_CONCURRENCY_PER_TENANT]],
     [['SVC_REACTOR_QUEUE_PER_TENANT', r.SVC_REACTOR_QUEUE_PER_TENANT], ['SVC_REACTOR_QUEUE_TOTAL', r.SVC_REACTOR_QUEUE_TOTAL]],
     [['SVC_REACTOR_HOT_CONCURRENCY', r.SVC_REACTOR_HOT_CONCURRENCY], ['SVC_REACTOR_WARM_PER_REACTOR', r.SVC_REACTOR_WARM_PER_REACTOR], ['SVC_REACTOR_WARM_TOTAL', r.SVC_REACTOR_WARM_TOTAL]],
   ]

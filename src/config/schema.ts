@@ -39,6 +39,8 @@ export const configSchema = Type.Object(
     SVC_REACTOR_CONCURRENCY_TOTAL: positiveInt(1, 10_000, 32),
     SVC_REACTOR_CONCURRENCY_PER_TENANT: positiveInt(1, 10_000, 16),
     SVC_REACTOR_CONCURRENCY_PER_REACTOR: positiveInt(1, 10_000, 8),
+    SVC_REACTOR_CONCURRENCY_PER_TENANT_SLOW: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, description: 'default: half the cores (at least 1, at most the per-tenant cap)' })),
+    SVC_REACTOR_SLOW_CALL_MS: positiveInt(1, 600_000, 250),
     SVC_REACTOR_QUEUE_TOTAL: positiveInt(0, 100_000, 256),
     SVC_REACTOR_QUEUE_PER_TENANT: positiveInt(0, 100_000, 64),
     SVC_REACTOR_QUEUE_TIMEOUT_MS: positiveInt(0, 600_000, 1000),

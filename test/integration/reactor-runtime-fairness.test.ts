@@ -8,8 +8,9 @@ import { ECHO, fixture, Hold, startRuntime } from '../fixtures/reactors/harness.
 // queue that sheds with 503 + Retry-After, and no call of one tenant held by another's.
 
 const defaults = testConfig().reactors
+/** Caps without slow start unless `perTenantSlow` is given. */
 const caps = (concurrency: Partial<typeof defaults.concurrency>, queue: Partial<typeof defaults.queue> = {}) => ({
-  concurrency: { ...defaults.concurrency, ...concurrency },
+  concurrency: { ...defaults.concurrency, perTenantSlow: concurrency.perTenant ?? defaults.concurrency.perTenant, ...concurrency },
   queue: { ...defaults.queue, ...queue },
 })
 

@@ -30,6 +30,7 @@ t.test('a hostile tenant at its cap leaves another tenant\'s warm invoke succeed
     SVC_OPERATOR_KEY: OPERATOR,
     SVC_REACTOR_TIMEOUT_MS: '3000',
     SVC_REACTOR_CONCURRENCY_PER_TENANT: '3',
+    SVC_REACTOR_CONCURRENCY_PER_TENANT_SLOW: '1',
     SVC_REACTOR_CONCURRENCY_PER_REACTOR: '3',
     SVC_REACTOR_QUEUE_PER_TENANT: '3',
     SVC_REACTOR_QUEUE_TIMEOUT_MS: '200',
@@ -40,7 +41,9 @@ t.test('a hostile tenant at its cap leaves another tenant\'s warm invoke succeed
   const echo = await reactor(app, b.admin, ECHO)
   t.equal((await app.request('POST', `/reactors/${echo}/react`, { key: b.caller, body: { args: 'warm' } })).status, 200)
   const hostile = Array.from({ length: 12 }, () => app.request('POST', `/reactors/${spin}/react`, { key: a.caller, body: { args: {} } }))
-  await held(app, 3)
+  await held(app, 1)
+  await new Promise((r) => setTimeout(r, 300))
+  t.equal(app.services.supervisor.load().running, 1, 'A has no quick call: it runs one at a time (slow start), not its cap of 3')
   const victim = await app.request('POST', `/reactors/${echo}/react`, { key: b.caller, body: { args: 'fine' } })
   t.equal(victim.status, 200, 'B succeeds while A spins')
   t.same(victim.body.raw, 'fine')
@@ -58,6 +61,8 @@ t.test('at any offered load the react route answers 200 or 503 with Retry-After,
     SVC_REACTOR_CONCURRENCY_TOTAL: '4',
     SVC_REACTOR_CONCURRENCY_PER_TENANT: '4',
     SVC_REACTOR_CONCURRENCY_PER_REACTOR: '4',
+    // Not the slow start (the test above): 4 calls of 1.5 s run at once, and the rest must be shed.
+    SVC_REACTOR_CONCURRENCY_PER_TENANT_SLOW: '4',
     SVC_REACTOR_QUEUE_TOTAL: '8',
     SVC_REACTOR_QUEUE_PER_TENANT: '8',
     SVC_REACTOR_QUEUE_TIMEOUT_MS: '300',

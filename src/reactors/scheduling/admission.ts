@@ -1,8 +1,12 @@
 import { AppError } from '../../errors/index.js'
 
 export interface AdmissionLimits {
-  /** Calls running at once: in all, per tenant, per Reactor. */
-  concurrency: { total: number; perTenant: number; perReactor: number }
+  /**
+   * Calls running at once: in all, per tenant, per Reactor; and per tenant while the tenant is
+   * not known to be quick (`perTenantSlow`): until its last call finished within `slowCallMs`,
+   * or while one of its calls has been running longer than that.
+   */
+  concurrency: { total: number; perTenant: number; perReactor: number; perTenantSlow: number; slowCallMs: number }
   /** Calls waiting for a slot: in all and per tenant. */
   queue: { total: number; perTenant: number }
 }
@@ -24,6 +28,12 @@ export interface Timers {
 const realTimers: Timers = {
   set: (fn, ms) => setTimeout(fn, ms),
   clear: (handle) => clearTimeout(handle as NodeJS.Timeout),
+}
+
+/** A tenant's running calls (start times, oldest first) and whether its last call was quick. */
+interface TenantState {
+  starts: number[]
+  quick: boolean
 }
 
 interface Waiter {
@@ -49,15 +59,23 @@ export interface AdmissionStats {
  * tenant the oldest call whose Reactor is under its cap goes first, so a Reactor at its cap
  * never holds back the tenant's other Reactors.
  *
+ * Slow start: a spinning call holds a core, not just a slot, and sixteen of them on two cores
+ * leave everyone else a sliver of CPU. So a tenant runs at most `perTenantSlow` calls at once
+ * (by default half the cores) until one of its calls finishes within `slowCallMs`, and again
+ * as soon as one takes longer or one of its running calls passes that age; its full
+ * `perTenant` is for tenants whose calls are quick.
+ *
  * Invariant (kept by `pump` after every change): while fewer than `concurrency.total` calls run,
  * no waiting call could run. So a new call with room under its caps may start at once without
- * overtaking anyone who could have used that room.
+ * overtaking anyone who could have used that room. (Caps only widen when a call ends, and
+ * every end pumps; time passing only narrows them.)
  */
 export class Admission {
   private running = 0
   private queued = 0
   private shed = 0
-  private readonly runningByTenant = new Map<string, number>()
+  /** Tenants with calls running, or whose last call was quick; any other tenant is slow. */
+  private readonly tenants = new Map<string, TenantState>()
   private readonly runningByReactor = new Map<string, number>()
   /** Per tenant, oldest first; Map order is the round-robin order (a served tenant moves to the end). */
   private readonly queues = new Map<string, Waiter[]>()
@@ -66,6 +84,7 @@ export class Admission {
     private readonly limits: AdmissionLimits,
     private readonly retryAfterSeconds: number,
     private readonly timers: Timers = realTimers,
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
   /**
@@ -73,7 +92,7 @@ export class Admission {
    * when the queue is full, or when no slot freed within `maxWaitMs`.
    */
   admit(key: CallKey, maxWaitMs: number): Promise<Release> {
-    if (this.running < this.limits.concurrency.total && this.fits(key)) return Promise.resolve(this.start(key))
+    if (this.running < this.limits.concurrency.total && this.fits(key, this.now())) return Promise.resolve(this.start(key))
     const queue = this.queues.get(key.tenantId) ?? []
     if (maxWaitMs <= 0 || this.queued >= this.limits.queue.total || queue.length >= this.limits.queue.perTenant) {
       return Promise.reject(this.overloaded())
@@ -97,21 +116,31 @@ export class Admission {
     return { running: this.running, queued: this.queued, shed: this.shed }
   }
 
-  private fits(key: CallKey): boolean {
-    const { perTenant, perReactor } = this.limits.concurrency
-    return (this.runningByTenant.get(key.tenantId) ?? 0) < perTenant && (this.runningByReactor.get(key.reactorId) ?? 0) < perReactor
+  private fits(key: CallKey, now: number): boolean {
+    const { perTenant, perReactor, perTenantSlow, slowCallMs } = this.limits.concurrency
+    if ((this.runningByReactor.get(key.reactorId) ?? 0) >= perReactor) return false
+    const tenant = this.tenants.get(key.tenantId)
+    const oldest = tenant?.starts[0]
+    const quick = tenant?.quick === true && (oldest === undefined || now - oldest <= slowCallMs)
+    return (tenant?.starts.length ?? 0) < (quick ? perTenant : perTenantSlow)
   }
 
   private start(key: CallKey): Release {
+    const startedAt = this.now()
+    let tenant = this.tenants.get(key.tenantId)
+    if (tenant === undefined) this.tenants.set(key.tenantId, (tenant = { starts: [], quick: false }))
+    tenant.starts.push(startedAt)
     this.running++
-    bump(this.runningByTenant, key.tenantId, 1)
     bump(this.runningByReactor, key.reactorId, 1)
     let released = false
     return () => {
       if (released) return
       released = true
+      const now = this.now()
       this.running--
-      bump(this.runningByTenant, key.tenantId, -1)
+      tenant.starts.splice(tenant.starts.indexOf(startedAt), 1)
+      tenant.quick = now - startedAt <= this.limits.concurrency.slowCallMs
+      if (tenant.starts.length === 0 && !tenant.quick) this.tenants.delete(key.tenantId)
       bump(this.runningByReactor, key.reactorId, -1)
       this.pump()
     }
@@ -119,8 +148,9 @@ export class Admission {
 
   /** Starts waiting calls while there is room: tenants round-robin, each tenant's oldest runnable call. */
   private pump(): void {
+    const now = this.now()
     while (this.running < this.limits.concurrency.total) {
-      const next = this.nextRunnable()
+      const next = this.nextRunnable(now)
       if (next === undefined) return
       this.remove(next)
       // Served: this tenant goes to the back of the round.
@@ -133,9 +163,9 @@ export class Admission {
     }
   }
 
-  private nextRunnable(): Waiter | undefined {
+  private nextRunnable(now: number): Waiter | undefined {
     for (const queue of this.queues.values()) {
-      for (const waiter of queue) if (this.fits(waiter.key)) return waiter
+      for (const waiter of queue) if (this.fits(waiter.key, now)) return waiter
     }
     return undefined
   }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { availableParallelism } from 'node:os'
 import t from 'tap'
 import { ConfigError, loadConfig, rateScopes } from '../../../src/config/index.js'
 
@@ -49,7 +50,11 @@ t.test('IPv6 rate-limit prefix: /64 by default, configurable', async (t) => {
 
 t.test('Reactor fairness and warm-pool bounds: defaults, and caps that only make sense in order', async (t) => {
   const c = loadConfig({})
-  t.same(c.reactors.concurrency, { total: 32, perTenant: 16, perReactor: 8 })
+  const halfTheCores = Math.max(1, Math.floor(availableParallelism() / 2))
+  t.same(c.reactors.concurrency, { total: 32, perTenant: 16, perReactor: 8, perTenantSlow: Math.min(16, halfTheCores), slowCallMs: 250 })
+  t.equal(loadConfig({ SVC_REACTOR_CONCURRENCY_PER_TENANT: '1', SVC_REACTOR_CONCURRENCY_PER_REACTOR: '1' }).reactors.concurrency.perTenantSlow, 1, 'the default never exceeds the tenant cap')
+  t.equal(loadConfig({ SVC_REACTOR_CONCURRENCY_PER_TENANT_SLOW: '4' }).reactors.concurrency.perTenantSlow, 4)
+  t.throws(() => loadConfig({ SVC_REACTOR_CONCURRENCY_PER_TENANT_SLOW: '17' }), /SVC_REACTOR_CONCURRENCY_PER_TENANT_SLOW \(17\) must not exceed SVC_REACTOR_CONCURRENCY_PER_TENANT \(16\)/)
   t.same(c.reactors.queue, { total: 256, perTenant: 64, timeoutMs: 1000 })
   t.same(c.reactors.warm, { perReactor: 8, total: 64, idleMs: 60_000 })
   const err = t.throws(() =>

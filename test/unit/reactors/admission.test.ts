@@ -24,10 +24,11 @@ class ManualTimers implements Timers {
   }
 }
 
-const limits = (over: Partial<AdmissionLimits['concurrency']> = {}, queue: Partial<AdmissionLimits['queue']> = {}): AdmissionLimits => ({
-  concurrency: { total: 4, perTenant: 2, perReactor: 1, ...over },
-  queue: { total: 8, perTenant: 4, ...queue },
-})
+/** Limits without slow start (a slow tenant may run as many as a quick one) unless `perTenantSlow` is given. */
+const limits = (over: Partial<AdmissionLimits['concurrency']> = {}, queue: Partial<AdmissionLimits['queue']> = {}): AdmissionLimits => {
+  const concurrency = { total: 4, perTenant: 2, perReactor: 1, slowCallMs: 100, ...over }
+  return { concurrency: { perTenantSlow: concurrency.perTenant, ...concurrency }, queue: { total: 8, perTenant: 4, ...queue } }
+}
 
 /** Settles on the next turn: whether `p` was admitted, shed, or still waits. */
 async function state(p: Promise<Release>): Promise<'admitted' | 'shed' | 'waiting'> {
@@ -104,4 +105,34 @@ t.test('an admitted call clears its wait timer', async (t) => {
   release()
   t.equal(await state(waiting), 'admitted')
   t.equal(timers.size, 0)
+})
+
+t.test('slow start: a tenant runs perTenantSlow calls until one finishes quickly, then its full cap', async (t) => {
+  let now = 0
+  const a = new Admission(limits({ total: 8, perTenant: 3, perReactor: 3, perTenantSlow: 1, slowCallMs: 100 }), 1, new ManualTimers(), () => now)
+  const first = await a.admit({ tenantId: 'A', reactorId: 'r' }, 1000)
+  const waiting = [a.admit({ tenantId: 'A', reactorId: 'r' }, 1000), a.admit({ tenantId: 'A', reactorId: 'r' }, 1000)]
+  t.equal(await state(waiting[0]!), 'waiting', 'a tenant with no quick call yet runs one at a time')
+  t.equal(await state(a.admit({ tenantId: 'B', reactorId: 's' }, 1000)), 'admitted', 'another tenant is not held back')
+  now = 50
+  first()
+  t.equal(await state(waiting[0]!), 'admitted', 'A\'s call ended within 100 ms: A is quick')
+  t.equal(await state(waiting[1]!), 'admitted', 'and may run up to its tenant cap of 3')
+  t.same(a.stats(), { running: 3, queued: 0, shed: 0 })
+})
+
+t.test('a tenant whose call runs past slowCallMs, or ended past it, is held to perTenantSlow again', async (t) => {
+  let now = 0
+  const a = new Admission(limits({ total: 8, perTenant: 3, perReactor: 3, perTenantSlow: 1, slowCallMs: 100 }), 1, new ManualTimers(), () => now)
+  ;(await a.admit({ tenantId: 'A', reactorId: 'r' }, 1000))()
+  const spinning = await a.admit({ tenantId: 'A', reactorId: 'r' }, 1000)
+  now = 101
+  const held = a.admit({ tenantId: 'A', reactorId: 'r' }, 1000)
+  t.equal(await state(held), 'waiting', 'one of A\'s calls has run 101 ms: A is slow while it runs')
+  now = 5000
+  spinning()
+  t.equal(await state(held), 'admitted', 'the slow call ended: its slot goes to the waiting call')
+  const next = a.admit({ tenantId: 'A', reactorId: 'r' }, 1000)
+  t.equal(await state(next), 'waiting', 'A\'s last call took 5 s: one at a time')
+  t.same(a.stats(), { running: 1, queued: 1, shed: 0 })
 })
