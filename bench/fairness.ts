@@ -155,7 +155,7 @@ async function main(): Promise<void> {
       '',
       machineLine(result.machine),
       '',
-      `Backend: ${backend.name}. Reactor deadline ${DEADLINE_MS} ms, default caps (per Reactor 8, per tenant 16, total 32; a tenant whose calls are not quick, at most ${SLOW_CAP} at once (half the cores): until one ends within 250 ms, and while one runs longer; queue 64 per tenant, 256 in all, 1 s).`,
+      `Backend: ${backend.name}. Reactor deadline ${DEADLINE_MS} ms, default caps (per Reactor 8, per tenant 16, total 32; slow calls of a tenant (of Reactors not run yet or whose last call took over 250 ms, and calls running longer) at most ${SLOW_CAP} at once (half the cores); queue 64 per tenant, 256 in all, 1 s).`,
       '',
       markdownTable(['victim (tenant B, warm echo, c=1)', 'p50 µs', 'p99 µs', 'requests'], [
         ['idle', idle.p50Us, idle.p99Us, idle.requests],

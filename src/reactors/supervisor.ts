@@ -94,7 +94,7 @@ export class ReactorSupervisor {
     this.logger = opts.logger
     this.bridges = opts.bridges
     this.now = opts.now ?? Date.now
-    this.admission = new Admission(opts.config, Math.max(1, Math.ceil(opts.config.queue.timeoutMs / 1000)), undefined, this.now)
+    this.admission = new Admission(opts.config, Math.max(1, Math.ceil(opts.config.queue.timeoutMs / 1000)))
     // Extras beyond hot concurrency go within about a quarter of the idle window after it ends.
     this.sweeper = setInterval(() => this.sweep(), Math.max(1000, opts.config.warm.idleMs / 4))
     this.sweeper.unref()

@@ -2,9 +2,9 @@ import { AppError } from '../../errors/index.js'
 
 export interface AdmissionLimits {
   /**
-   * Calls running at once: in all, per tenant, per Reactor; and per tenant while the tenant is
-   * not known to be quick (`perTenantSlow`): until its last call finished within `slowCallMs`,
-   * or while one of its calls has been running longer than that.
+   * Calls running at once: in all, per tenant, per Reactor; and per tenant, `perTenantSlow` of
+   * its slow calls: those of Reactors not known to be quick (whose last call did not end within
+   * `slowCallMs`, or that have not run yet) and those running longer than that.
    */
   concurrency: { total: number; perTenant: number; perReactor: number; perTenantSlow: number; slowCallMs: number }
   /** Calls waiting for a slot: in all and per tenant. */
@@ -30,10 +30,17 @@ const realTimers: Timers = {
   clear: (handle) => clearTimeout(handle as NodeJS.Timeout),
 }
 
-/** A tenant's running calls (start times, oldest first) and whether its last call was quick. */
-interface TenantState {
-  starts: number[]
+/** A Reactor's running calls, and whether its last call ended within `slowCallMs`. */
+interface ReactorState {
+  running: number
   quick: boolean
+}
+
+/** A tenant's running calls: how many, how many started slow, and when the others started (oldest first). */
+interface TenantState {
+  running: number
+  slow: number
+  quickStarts: number[]
 }
 
 interface Waiter {
@@ -60,10 +67,13 @@ export interface AdmissionStats {
  * never holds back the tenant's other Reactors.
  *
  * Slow start: a spinning call holds a core, not just a slot, and sixteen of them on two cores
- * leave everyone else a sliver of CPU. So a tenant runs at most `perTenantSlow` calls at once
- * (by default half the cores) until one of its calls finishes within `slowCallMs`, and again
- * as soon as one takes longer or one of its running calls passes that age; its full
- * `perTenant` is for tenants whose calls are quick.
+ * leave everyone else a sliver of CPU. So a call of a Reactor that is not known to be quick (it
+ * has not run yet, or its last call took longer than `slowCallMs`) starts only while the
+ * tenant has fewer than `perTenantSlow` slow calls running (by default half the cores): calls
+ * that started that way, and calls of quick Reactors that have run longer than `slowCallMs`.
+ * Calls of quick Reactors have the tenant's full `perTenant`, so one spinning Reactor does not
+ * hold back its tenant's quick ones. (A Reactor that is quick for one call and then spins gets
+ * up to its caps for one deadline: wall time cannot tell in advance.)
  *
  * Invariant (kept by `pump` after every change): while fewer than `concurrency.total` calls run,
  * no waiting call could run. So a new call with room under its caps may start at once without
@@ -74,9 +84,10 @@ export class Admission {
   private running = 0
   private queued = 0
   private shed = 0
-  /** Tenants with calls running, or whose last call was quick; any other tenant is slow. */
+  /** Tenants with calls running. */
   private readonly tenants = new Map<string, TenantState>()
-  private readonly runningByReactor = new Map<string, number>()
+  /** Reactors with calls running, or whose last call was quick; any other Reactor is slow. */
+  private readonly reactors = new Map<string, ReactorState>()
   /** Per tenant, oldest first; Map order is the round-robin order (a served tenant moves to the end). */
   private readonly queues = new Map<string, Waiter[]>()
 
@@ -118,30 +129,42 @@ export class Admission {
 
   private fits(key: CallKey, now: number): boolean {
     const { perTenant, perReactor, perTenantSlow, slowCallMs } = this.limits.concurrency
-    if ((this.runningByReactor.get(key.reactorId) ?? 0) >= perReactor) return false
+    const reactor = this.reactors.get(key.reactorId)
     const tenant = this.tenants.get(key.tenantId)
-    const oldest = tenant?.starts[0]
-    const quick = tenant?.quick === true && (oldest === undefined || now - oldest <= slowCallMs)
-    return (tenant?.starts.length ?? 0) < (quick ? perTenant : perTenantSlow)
+    if ((reactor?.running ?? 0) >= perReactor || (tenant?.running ?? 0) >= perTenant) return false
+    if (reactor?.quick === true) return true
+    let slow = tenant?.slow ?? 0
+    for (const startedAt of tenant?.quickStarts ?? []) {
+      if (now - startedAt <= slowCallMs) break
+      slow++
+    }
+    return slow < perTenantSlow
   }
 
   private start(key: CallKey): Release {
     const startedAt = this.now()
+    let reactor = this.reactors.get(key.reactorId)
+    if (reactor === undefined) this.reactors.set(key.reactorId, (reactor = { running: 0, quick: false }))
     let tenant = this.tenants.get(key.tenantId)
-    if (tenant === undefined) this.tenants.set(key.tenantId, (tenant = { starts: [], quick: false }))
-    tenant.starts.push(startedAt)
+    if (tenant === undefined) this.tenants.set(key.tenantId, (tenant = { running: 0, slow: 0, quickStarts: [] }))
+    const slow = !reactor.quick
+    if (slow) tenant.slow++
+    else tenant.quickStarts.push(startedAt)
+    tenant.running++
+    reactor.running++
     this.running++
-    bump(this.runningByReactor, key.reactorId, 1)
     let released = false
     return () => {
       if (released) return
       released = true
-      const now = this.now()
       this.running--
-      tenant.starts.splice(tenant.starts.indexOf(startedAt), 1)
-      tenant.quick = now - startedAt <= this.limits.concurrency.slowCallMs
-      if (tenant.starts.length === 0 && !tenant.quick) this.tenants.delete(key.tenantId)
-      bump(this.runningByReactor, key.reactorId, -1)
+      reactor.running--
+      reactor.quick = this.now() - startedAt <= this.limits.concurrency.slowCallMs
+      if (reactor.running === 0 && !reactor.quick) this.reactors.delete(key.reactorId)
+      tenant.running--
+      if (slow) tenant.slow--
+      else tenant.quickStarts.splice(tenant.quickStarts.indexOf(startedAt), 1)
+      if (tenant.running === 0) this.tenants.delete(key.tenantId)
       this.pump()
     }
   }
@@ -189,10 +212,4 @@ export class Admission {
       headers: { 'Retry-After': retryAfter },
     })
   }
-}
-
-function bump(counts: Map<string, number>, key: string, by: number): void {
-  const value = (counts.get(key) ?? 0) + by
-  if (value <= 0) counts.delete(key)
-  else counts.set(key, value)
 }

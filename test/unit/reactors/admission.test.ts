@@ -107,32 +107,49 @@ t.test('an admitted call clears its wait timer', async (t) => {
   t.equal(timers.size, 0)
 })
 
-t.test('slow start: a tenant runs perTenantSlow calls until one finishes quickly, then its full cap', async (t) => {
+t.test('slow start: a Reactor that has not run yet starts within the tenant\'s slow budget; once quick, up to the tenant cap', async (t) => {
   let now = 0
   const a = new Admission(limits({ total: 8, perTenant: 3, perReactor: 3, perTenantSlow: 1, slowCallMs: 100 }), 1, new ManualTimers(), () => now)
   const first = await a.admit({ tenantId: 'A', reactorId: 'r' }, 1000)
   const waiting = [a.admit({ tenantId: 'A', reactorId: 'r' }, 1000), a.admit({ tenantId: 'A', reactorId: 'r' }, 1000)]
-  t.equal(await state(waiting[0]!), 'waiting', 'a tenant with no quick call yet runs one at a time')
-  t.equal(await state(a.admit({ tenantId: 'B', reactorId: 's' }, 1000)), 'admitted', 'another tenant is not held back')
+  t.equal(await state(waiting[0]!), 'waiting', 'r has not run yet: one slow call at a time')
+  const other = a.admit({ tenantId: 'A', reactorId: 's' }, 1000)
+  t.equal(await state(other), 'waiting', 'another new Reactor of A shares the slow budget')
+  t.equal(await state(a.admit({ tenantId: 'B', reactorId: 'u' }, 1000)), 'admitted', 'another tenant is not held back')
   now = 50
   first()
-  t.equal(await state(waiting[0]!), 'admitted', 'A\'s call ended within 100 ms: A is quick')
-  t.equal(await state(waiting[1]!), 'admitted', 'and may run up to its tenant cap of 3')
-  t.same(a.stats(), { running: 3, queued: 0, shed: 0 })
+  t.equal(await state(waiting[0]!), 'admitted', 'r\'s call ended within 100 ms: r is quick')
+  t.equal(await state(waiting[1]!), 'admitted', 'and runs beside it, up to the tenant cap of 3')
+  t.equal(await state(other), 'admitted', 's (not quick yet) takes the slow budget the first call freed')
+  t.same(a.stats(), { running: 4, queued: 0, shed: 0 })
 })
 
-t.test('a tenant whose call runs past slowCallMs, or ended past it, is held to perTenantSlow again', async (t) => {
+t.test('a spinning Reactor holds only the slow budget; quick Reactors of its tenant keep running', async (t) => {
+  let now = 0
+  const a = new Admission(limits({ total: 8, perTenant: 3, perReactor: 3, perTenantSlow: 1, slowCallMs: 100 }), 1, new ManualTimers(), () => now)
+  ;(await a.admit({ tenantId: 'A', reactorId: 'quick' }, 1000))()
+  const spinning = await a.admit({ tenantId: 'A', reactorId: 'spin' }, 1000)
+  const spinAgain = a.admit({ tenantId: 'A', reactorId: 'spin' }, 1000)
+  t.equal(await state(spinAgain), 'waiting', 'spin has no quick call: it waits for the slow budget')
+  const quick = a.admit({ tenantId: 'A', reactorId: 'quick' }, 1000)
+  t.equal(await state(quick), 'admitted', 'quick is not held by spin')
+  now = 10
+  ;(await quick)()
+  now = 5000
+  spinning()
+  t.equal(await state(spinAgain), 'admitted', 'the slow call ended: its slot goes to the waiting one')
+  t.equal(await state(a.admit({ tenantId: 'A', reactorId: 'spin' }, 1000)), 'waiting', 'spin took 5 s: still one at a time')
+})
+
+t.test('a quick Reactor\'s call that runs past slowCallMs counts against the slow budget', async (t) => {
   let now = 0
   const a = new Admission(limits({ total: 8, perTenant: 3, perReactor: 3, perTenantSlow: 1, slowCallMs: 100 }), 1, new ManualTimers(), () => now)
   ;(await a.admit({ tenantId: 'A', reactorId: 'r' }, 1000))()
-  const spinning = await a.admit({ tenantId: 'A', reactorId: 'r' }, 1000)
-  now = 101
-  const held = a.admit({ tenantId: 'A', reactorId: 'r' }, 1000)
-  t.equal(await state(held), 'waiting', 'one of A\'s calls has run 101 ms: A is slow while it runs')
-  now = 5000
-  spinning()
-  t.equal(await state(held), 'admitted', 'the slow call ended: its slot goes to the waiting call')
-  const next = a.admit({ tenantId: 'A', reactorId: 'r' }, 1000)
-  t.equal(await state(next), 'waiting', 'A\'s last call took 5 s: one at a time')
-  t.same(a.stats(), { running: 1, queued: 1, shed: 0 })
+  const long = await a.admit({ tenantId: 'A', reactorId: 'r' }, 1000)
+  t.equal(await state(a.admit({ tenantId: 'A', reactorId: 'new' }, 1000)), 'admitted', 'r\'s running call is young: the slow budget is free')
+  now = 200
+  const held = a.admit({ tenantId: 'A', reactorId: 'other' }, 1000)
+  t.equal(await state(held), 'waiting', 'r\'s call has run 200 ms and \'new\' is running: the budget of 1 is spent')
+  long()
+  t.same(a.stats(), { running: 1, queued: 1, shed: 0 }, 'the young call of \'new\' still holds the budget')
 })
