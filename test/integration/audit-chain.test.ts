@@ -34,6 +34,20 @@ t.test('an intact chain verifies, entry by entry, with seq 1..n and checkpoints'
   t.same((await auditRows(app, tenant)).map((r) => r.seq), [1, 2, 3, 4, 5, 6, 7])
 })
 
+t.test('a batch retried after its answer was lost is not appended twice: entries already stored are left out', async (t) => {
+  const tenant = randomUUID()
+  const first = auditEvent(tenant, { id: randomUUID() })
+  await app.services.audit.record([first])
+  // Another writer (no cached head: the locking path) gets the same entry again, as a retry of
+  // a batch whose commit went through unheard would, together with a new one.
+  const retry = auditLogWithClock(app, () => new Date())
+  t.teardown(() => retry.close())
+  const next = auditEvent(tenant, { id: randomUUID() })
+  await retry.record([first, next])
+  t.same((await auditRows(app, tenant)).map((r) => [r.seq, r.id]), [[1, first.id], [2, next.id]], 'each entry once, in order')
+  t.match(await app.services.audit.verify({ tenantId: tenant }), { ok: true })
+})
+
 t.test('the four ways of breaking the chain are each found at the first broken link', async (t) => {
   t.test('altered', async (t) => {
     const tenant = await chainWith(6)

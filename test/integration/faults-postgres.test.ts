@@ -88,7 +88,8 @@ async function assertRecovered(t: Test, { app, key, token, cached }: Setup): Pro
     throw new Error(`${String(err)}: ${ready?.text}`)
   })
   await until(async () => app.services.bus.live, 'listener back')
-  t.equal((await app.request('POST', '/tokens', { key, body: { type: 'token', data: 'after' } })).status, 201, 'writes work again')
+  const written = await app.request('POST', '/tokens', { key, body: { type: 'token', data: 'after' } })
+  t.equal(written.status, 201, `writes work again (${written.status === 201 ? 'created' : written.text})`)
   t.equal((await app.request('GET', `/tokens/${token}`, { key })).body.data, 'kept', 'nothing lost')
   // Caches are on again: the second authentication of a key costs no query.
   await app.request('GET', '/applications')

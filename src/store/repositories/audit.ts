@@ -130,7 +130,11 @@ export function auditRepository(knex: Knex, kind: DatabaseKind) {
           .onConflict('tenant_id')
           .ignore()
         const heads = (await trx<ChainHead>('audit_chain_heads').whereIn('tenant_id', tenants).orderBy('tenant_id').forUpdate()).map(parseHead)
-        const sealed = heads.map((head) => options.seal(head, rows.filter((r) => r.tenant_id === head.tenant_id)))
+        // A batch retried after its answer was lost may have committed the first time: its
+        // entries are in the chain already (the same ids) and are not appended again.
+        const stored = new Set((await trx('audit_events').whereIn('id', rows.map((r) => r.id)).select('id')).map((r: { id: string }) => r.id))
+        const fresh = stored.size === 0 ? rows : rows.filter((r) => !stored.has(r.id))
+        const sealed = heads.map((head) => options.seal(head, fresh.filter((r) => r.tenant_id === head.tenant_id)))
         const entries = sealed.flatMap((s) => s.rows)
         for (let i = 0; i < entries.length; i += INSERT_CHUNK) {
           await trx('audit_events').insert(entries.slice(i, i + INSERT_CHUNK).map(toDb))
