@@ -53,6 +53,10 @@ export class IsolateFactory {
     try {
       const prelude = this.compilePrelude(isolate)
       const context = withContext ? prepareContext(isolate, prelude, undefined, this.limits.payloadMaxBytes) : undefined
+      // The first asynchronous task on a new isolate's thread costs about 1.5 ms more than the
+      // next ones (measured after a context is prepared: compiling a one-line module took 2.0
+      // instead of 0.4 ms). Made in advance, the isolate pays it here, not in the cold call.
+      if (withContext) (await isolate.compileScript('void 0')).release()
       return { isolate, prelude, context }
     } catch (err) {
       isolate.dispose()
