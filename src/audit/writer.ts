@@ -43,6 +43,10 @@ interface Group {
 /** The groups of one chain (tenant) and its one transaction in flight. */
 interface Lane {
   queue: Group[]
+  /** Durable groups in `queue`: while there is one, the next transaction starts at once. */
+  durable: number
+  /** Noted events in `queue`. */
+  noted: number
   writing: Promise<void> | undefined
   lingering: NodeJS.Timeout | undefined
 }
@@ -65,7 +69,10 @@ export const auditUnavailable = (why: string) =>
  * transaction may yet commit, so an entry can exist for a request that answered 503). `note` is
  * the cheaper path for events that reveal nothing: the caller does not wait, an idle lane
  * waits `noteLingerMs` for company; a failed write is retried twice, and what cannot be written
- * or queued is logged as dropped.
+ * or queued is logged as dropped. Noted events never start a transaction before `noteLingerMs`
+ * passed, unless they fill a batch: when only they remain after a transaction, they wait for
+ * company too, so under a load of noted events (calls that reveal nothing) a transaction carries
+ * about `noteLingerMs` worth of them instead of the few that arrived during the last commit.
  */
 export function createAuditWriter(options: AuditWriterOptions) {
   const now = options.now ?? (() => new Date())
@@ -86,26 +93,36 @@ export function createAuditWriter(options: AuditWriterOptions) {
     const tenant = group.rows[0]!.tenant_id
     const key = group.rows.every((r) => r.tenant_id === tenant) ? tenant : MIXED
     let lane = lanes.get(key)
-    if (lane === undefined) lanes.set(key, (lane = { queue: [], writing: undefined, lingering: undefined }))
+    if (lane === undefined) lanes.set(key, (lane = { queue: [], durable: 0, noted: 0, writing: undefined, lingering: undefined }))
     return lane
   }
 
-  // A recorded group starts a transaction at once; a noted one that finds its lane idle waits
-  // briefly, so a proxy call's proxy.response rides along with the next call's proxy.request
-  // instead of costing a commit of its own.
+  // A recorded group starts a transaction at once (or right after the one in flight); noted
+  // ones wait briefly, so a proxy call's proxy.response rides along with the next call's
+  // proxy.request instead of costing a commit of its own.
   function enqueue(group: Group, lane = laneOf(group)): void {
     lane.queue.push(group)
     queued += group.rows.length
-    if (group.durable || lane.writing) return schedule(lane)
+    if (group.durable) lane.durable += 1
+    else lane.noted += group.rows.length
+    if (!lane.writing) next(lane, true)
+  }
+
+  /** What an idle lane does with its queue: a transaction now, or a linger for noted events. */
+  function next(lane: Lane, lastWriteOk: boolean): void {
+    if (lane.queue.length === 0) return
+    if (lane.durable > 0 || lane.noted >= options.batchMaxEvents || !lastWriteOk) return schedule(lane)
     lane.lingering ??= setTimeout(() => ((lane.lingering = undefined), schedule(lane)), noteLingerMs)
     lane.lingering.unref()
   }
 
   function schedule(lane: Lane): void {
     if (lane.writing || lane.queue.length === 0) return
+    clearTimeout(lane.lingering)
+    lane.lingering = undefined
     const wait = pausedUntil - Date.now()
-    const step = wait > 0 ? new Promise<void>((resolve) => setTimeout(resolve, wait)) : writeBatch(lane)
-    lane.writing = step.finally(() => ((lane.writing = undefined), schedule(lane)))
+    const step = wait > 0 ? new Promise<boolean>((resolve) => setTimeout(() => resolve(false), wait)) : writeBatch(lane)
+    lane.writing = step.then((ok) => ((lane.writing = undefined), next(lane, ok)))
   }
 
   function take(lane: Lane): Group[] {
@@ -116,6 +133,8 @@ export function createAuditWriter(options: AuditWriterOptions) {
       if (!group.cancelled && batch.length > 0 && size + group.rows.length > options.batchMaxEvents) break
       lane.queue.shift()
       queued -= group.rows.length
+      if (group.durable) lane.durable -= 1
+      else lane.noted -= group.rows.length
       if (group.cancelled) continue
       batch.push(group)
       size += group.rows.length
@@ -123,9 +142,10 @@ export function createAuditWriter(options: AuditWriterOptions) {
     return batch
   }
 
-  async function writeBatch(lane: Lane): Promise<void> {
+  /** Resolves with whether the batch was written (never rejects). */
+  async function writeBatch(lane: Lane): Promise<boolean> {
     const batch = take(lane)
-    if (batch.length === 0) return
+    if (batch.length === 0) return true
     const rows = batch.length === 1 ? batch[0]!.rows : batch.flatMap((g) => g.rows)
     try {
       await options.write(rows)
@@ -133,11 +153,13 @@ export function createAuditWriter(options: AuditWriterOptions) {
       stats.batches += 1
       stats.failing = false
       for (const g of batch) g.settle()
+      return true
     } catch (err) {
       stats.failing = true
       pausedUntil = Date.now() + retryDelayMs
       options.logger.error({ err, events: rows.length }, 'audit write failed')
       failed(lane, batch)
+      return false
     }
   }
 
@@ -149,7 +171,9 @@ export function createAuditWriter(options: AuditWriterOptions) {
       else drop(g.rows.length, 'the write failed')
     }
     lane.queue = [...retry, ...lane.queue]
-    queued += retry.reduce((n, g) => n + g.rows.length, 0)
+    const retried = retry.reduce((n, g) => n + g.rows.length, 0)
+    queued += retried
+    lane.noted += retried
   }
 
   function drop(count: number, why: string): void {
@@ -212,14 +236,12 @@ export function createAuditWriter(options: AuditWriterOptions) {
 
     /** Resolves when everything queued so far has been written or given up. */
     async flush(): Promise<void> {
-      for (const lane of lanes.values()) {
-        if (lane.lingering) {
-          clearTimeout(lane.lingering)
-          lane.lingering = undefined
-          schedule(lane)
-        }
+      for (;;) {
+        for (const lane of lanes.values()) if (lane.lingering) schedule(lane)
+        const waiting = busy()
+        if (waiting.length === 0) return
+        await Promise.all(waiting)
       }
-      for (let waiting = busy(); waiting.length > 0; waiting = busy()) await Promise.all(waiting)
     },
 
     /** Refuses new events, writes what is queued (for at most `timeoutMs`), gives up the rest. */
@@ -231,6 +253,7 @@ export function createAuditWriter(options: AuditWriterOptions) {
       for (const lane of lanes.values()) {
         const rest = lane.queue.filter((g) => !g.cancelled)
         lane.queue = []
+        lane.durable = lane.noted = 0
         for (const g of rest) {
           if (g.durable) g.settle(auditUnavailable('shutting down'))
           else drop(g.rows.length, 'shutting down')

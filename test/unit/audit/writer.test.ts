@@ -212,3 +212,39 @@ t.test('a note on an idle writer waits for the next record and shares its transa
   await flushing
   t.equal(flushed.stats().written, 1, 'flush does not wait for the linger')
 })
+
+t.test('noted events left after a transaction wait for the linger too, unless a record comes or they fill a batch', async (t) => {
+  const sink = manualSink()
+  const w = writer(sink.write, { noteLingerMs: 60_000, batchMaxEvents: 10 })
+  const first = w.record(events(1))
+  await sink.started(1)
+  w.note(events(3))
+  sink.calls[0]!.done()
+  await first
+  await new Promise((r) => setImmediate(r))
+  t.equal(sink.calls.length, 1, 'the three noted events do not start a transaction of their own')
+  w.note(events(4))
+  await new Promise((r) => setImmediate(r))
+  t.equal(sink.calls.length, 1, 'seven noted events: still waiting')
+  const recorded = w.record(events(1))
+  await sink.started(2)
+  t.equal(sink.calls[1]!.rows.length, 8, 'a record takes them along at once')
+  sink.calls[1]!.done()
+  await recorded
+
+  const blocker = w.record(events(1))
+  await sink.started(3)
+  w.note(events(6))
+  w.note(events(5))
+  sink.calls[2]!.done()
+  await blocker
+  await sink.started(4)
+  t.equal(sink.calls[3]!.rows.length, 6, 'a batch worth of noted events goes without waiting (whole groups, at most batchMaxEvents)')
+  sink.calls[3]!.done()
+  const flushing = w.flush()
+  await sink.started(5)
+  t.equal(sink.calls[4]!.rows.length, 5, 'flush writes what lingers after the last transaction')
+  sink.calls[4]!.done()
+  await flushing
+  t.match(w.stats(), { written: 21, queued: 0 })
+})
