@@ -6,7 +6,7 @@ import { AppError } from '../errors/index.js'
 import type { ExchangeAudit } from '../proxy/pipeline/index.js'
 import type { TokenView } from '../vault/token-service.js'
 import type { Destination } from '../egress/destination-url.js'
-import { mostRevealing, requestAudit } from './audit-context.js'
+import { mostRevealing, requestAudit, type EventFields, type RequestAudit } from './audit-context.js'
 import type { AppContext } from './context.js'
 
 /**
@@ -29,25 +29,39 @@ export class ProxyCallAudit implements ExchangeAudit {
   /** A `proxy.request` entry was recorded: the call's end is its `proxy.response`. */
   private requested = false
   private bridgeReads = false
-  private readonly base: Omit<AuditEvent, 'action' | 'outcome' | 'status'>
+  /** Who, from where: the fields every entry of this call shares. */
+  private readonly shared: RequestAudit
+  private readonly method: HttpMethod | undefined
+  private readonly target: AuditEvent['target']
 
+  // Events are built with Object.assign and field by field, not by spreading a shared base: see
+  // auditEvent for what a spread followed by more properties costs on Node 20.
   constructor(
     ctx: AppContext,
     private readonly recorder: AuditRecorder,
-    destination: Destination,
+    private readonly destination: Destination,
     proxyId: string | undefined,
   ) {
     const method = ctx.method as HttpMethod
-    this.base = {
-      ...requestAudit(ctx),
-      ...(httpMethods.includes(method) ? { request: { method, route: '/proxy' }, destination: { origin: destination.origin, method } } : {}),
-      ...(proxyId ? { target: { type: 'proxy' as const, ids: [proxyId] } } : {}),
+    this.shared = requestAudit(ctx)
+    this.method = httpMethods.includes(method) ? method : undefined
+    if (this.method) this.shared.request = { method: this.method, route: '/proxy' }
+    this.target = proxyId ? { type: 'proxy', ids: [proxyId] } : undefined
+  }
+
+  /** The fields of every `proxy.*` and `reactor.token_read` entry of this call, and `fields`. */
+  private event(fields: EventFields, destinationStatus?: number): AuditEvent {
+    const event: AuditEvent = Object.assign({}, this.shared, fields)
+    if (this.method) {
+      event.destination = destinationStatus === undefined ? { origin: this.destination.origin, method: this.method } : { origin: this.destination.origin, method: this.method, status: destinationStatus }
     }
+    if (this.target) event.target = this.target
+    return event
   }
 
   async forwarding(tokenIds: readonly string[]): Promise<void> {
     if (tokenIds.length > 0 || this.bridgeReads) {
-      await this.recorder.record([{ ...this.base, id: this.id, action: 'proxy.request', outcome: 'success', status: 200, tokenIds }])
+      await this.recorder.record([this.event({ id: this.id, action: 'proxy.request', outcome: 'success', status: 200, tokenIds })])
       this.requested = true
     }
     this.started = performance.now()
@@ -56,30 +70,26 @@ export class ProxyCallAudit implements ExchangeAudit {
   /** A transform's bridge is about to hand its code plaintext: `reactor.token_read`, fail-closed. */
   readonly tokenRead = async (tokenIds: ReadonlySet<string>): Promise<void> => {
     this.bridgeReads = true
-    await this.recorder.record([{ ...this.base, action: 'reactor.token_read', parentId: this.id, outcome: 'success', status: 200, tokenIds: [...tokenIds] }])
+    await this.recorder.record([this.event({ action: 'reactor.token_read', parentId: this.id, outcome: 'success', status: 200, tokenIds: [...tokenIds] })])
   }
 
   /** A transform's bridge stored tokens: `token.create` (target: the tokens), fail-closed. */
   readonly tokensCreated = async (tokenIds: string[], views: TokenView[]): Promise<void> => {
-    const { destination: _destination, target: _proxy, ...who } = this.base
+    const event: AuditEvent = Object.assign({}, this.shared, { action: 'token.create' as const, target: { type: 'token' as const, ids: tokenIds }, parentId: this.id, outcome: 'success' as const, status: 200 })
     const transform = mostRevealing(views)
-    await this.recorder.record([{ ...who, action: 'token.create', target: { type: 'token', ids: tokenIds }, ...(transform ? { transform } : {}), parentId: this.id, outcome: 'success', status: 200 }])
+    if (transform) event.transform = transform
+    await this.recorder.record([event])
   }
 
   /** The call ended: `status` is what the caller gets, `destinationStatus` what the destination answered. */
   ended(status: number, destinationStatus: number | undefined): void {
     if (this.started === undefined) return
-    const destination = this.base.destination && { ...this.base.destination, ...(destinationStatus === undefined ? {} : { status: destinationStatus }) }
-    const end = this.requested ? { action: 'proxy.response' as const, parentId: this.id } : { action: 'proxy.call' as const, id: this.id, tokenIds: [] }
+    const durationMs = Math.round(performance.now() - this.started)
+    const outcome = outcomeOf(status)
     this.recorder.note([
-      {
-        ...this.base,
-        ...(destination ? { destination } : {}),
-        ...end,
-        outcome: outcomeOf(status),
-        status,
-        durationMs: Math.round(performance.now() - this.started),
-      },
+      this.requested
+        ? this.event({ action: 'proxy.response', parentId: this.id, outcome, status, durationMs }, destinationStatus)
+        : this.event({ action: 'proxy.call', id: this.id, tokenIds: [], outcome, status, durationMs }, destinationStatus),
     ])
   }
 

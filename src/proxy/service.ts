@@ -80,7 +80,7 @@ export function createProxyService(deps: { forwarder: Forwarder; pipeline: Pipel
         audit: call.audit,
       }
       const early = await pipeline.run('beforeForward', exchange)
-      if (early) return { ...early, destinationStatus: undefined }
+      if (early) return { status: early.status, headers: early.headers, body: early.body, destinationStatus: undefined }
       if (call.audit) await call.audit.forwarding(exchange.detokenized ? [...exchange.detokenized] : [])
       const response = await forwarder.forward({
         method: call.method,
@@ -98,7 +98,7 @@ export function createProxyService(deps: { forwarder: Forwarder; pipeline: Pipel
       }
       if (late === undefined) return { status: response.status, headers: response.headers, body: await bufferSmallBody(response.body, response.headers), destinationStatus: response.status }
       if (late.body !== response.body) discardBody(response.body)
-      return { ...late, destinationStatus: response.status }
+      return { status: late.status, headers: late.headers, body: late.body, destinationStatus: response.status }
     },
   }
 }

@@ -108,7 +108,9 @@ export function createCodeHost(deps: { store: Store; runtime: CodeRuntime; codeM
       return app ? applicationPrincipal(app) : undefined
     },
 
-    invoke: (code, args, context) => runtime.invoke({ ...code, args, context }),
+    // Not `{ ...code, args, context }`: a spread followed by more properties is slow on Node 20.
+    invoke: (code, args, context) =>
+      runtime.invoke({ tenantId: code.tenantId, reactorId: code.reactorId, version: code.version, code: code.code, configuration: code.configuration, args, context }),
 
     retire: (id) => runtime.retire(id),
   }

@@ -2,7 +2,7 @@ import type { Middleware } from 'koa'
 import type { AuditRecorder } from '../../audit/audit-log.js'
 import { AppError } from '../../errors/index.js'
 import { createClientIpResolver } from '../../ratelimit/index.js'
-import { requestAudit } from '../audit-context.js'
+import { auditEvent } from '../audit-context.js'
 import type { AppState } from '../context.js'
 
 /**
@@ -20,7 +20,7 @@ export function auditRequests(audit: AuditRecorder, trustedProxies: readonly str
       await next()
     } catch (err) {
       if (err instanceof AppError && (err.status === 401 || err.status === 403)) {
-        audit.note([{ ...requestAudit(ctx), action: err.status === 401 ? 'auth.failed' : 'auth.denied', outcome: 'denied', status: err.status }])
+        audit.note([auditEvent(ctx, { action: err.status === 401 ? 'auth.failed' : 'auth.denied', outcome: 'denied', status: err.status })])
       }
       throw err
     }

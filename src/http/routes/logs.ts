@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream'
 import type { AuditLog } from '../../audit/audit-log.js'
 import type { AuditRow } from '../../store/index.js'
-import { requestAudit } from '../audit-context.js'
+import { auditEvent } from '../audit-context.js'
 import type { AppContext, AppRouter } from '../context.js'
 import { currentPrincipal, requirePermission } from '../middleware/authenticate.js'
 import { presentAuditEvent, presentAuditPage } from '../presenters/logs.js'
@@ -29,7 +29,7 @@ export function logsRoutes(router: AppRouter, audit: AuditLog): void {
 }
 
 function noteRead(ctx: AppContext, audit: AuditLog, action: 'log.read' | 'log.export'): void {
-  audit.note([{ ...requestAudit(ctx), action, target: { type: 'log', ids: [] }, outcome: 'success', status: 200 }])
+  audit.note([auditEvent(ctx, { action, target: { type: 'log', ids: [] }, outcome: 'success', status: 200 })])
 }
 
 async function* ndjson(first: IteratorResult<AuditRow>, rest: AsyncGenerator<AuditRow>): AsyncGenerator<string> {

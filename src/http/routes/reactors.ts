@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import type { AuditRecorder } from '../../audit/audit-log.js'
-import type { AuditEvent } from '../../audit/events.js'
 import { AppError } from '../../errors/index.js'
 import { isAnswerStatus, isHeaderName, isHeaderValue } from '../../shapes/http-parts.js'
 import type { ReactResult, ReactorAudit, ReactorsService } from '../../reactors/service.js'
-import { requestAudit, tokenEvent } from '../audit-context.js'
+import { auditEvent, tokenEvent } from '../audit-context.js'
 import type { AppContext } from '../context.js'
 import type { AppRouter } from '../context.js'
 import { jsonBody } from '../middleware/json-body.js'
@@ -56,22 +55,15 @@ export function reactorRoutes(router: AppRouter, reactors: ReactorsService, audi
  */
 function reactorAudit(ctx: AppContext, recorder: AuditRecorder, reactorId: string): ReactorAudit {
   const id = randomUUID()
-  const event = (action: 'reactor.invoke' | 'reactor.token_read', tokenIds: ReadonlySet<string>): AuditEvent => ({
-    ...requestAudit(ctx),
-    action,
-    target: { type: 'reactor', ids: [reactorId] },
-    tokenIds: [...tokenIds],
-    outcome: 'success',
-    status: 200,
-  })
+  const target = { type: 'reactor' as const, ids: [reactorId] }
   return {
     invoking: async (tokenIds) => {
-      const invoke = { ...event('reactor.invoke', tokenIds), id }
+      const invoke = auditEvent(ctx, { id, action: 'reactor.invoke', target, tokenIds: [...tokenIds], outcome: 'success', status: 200 })
       if (tokenIds.size > 0) await recorder.record([invoke])
       else recorder.note([invoke])
     },
-    tokenRead: (tokenIds) => recorder.record([{ ...event('reactor.token_read', tokenIds), parentId: id }]),
-    tokensCreated: (tokenIds, views) => recorder.record([{ ...tokenEvent(ctx, 'token.create', tokenIds, 200, views), parentId: id }]),
+    tokenRead: (tokenIds) => recorder.record([auditEvent(ctx, { action: 'reactor.token_read', target, tokenIds: [...tokenIds], parentId: id, outcome: 'success', status: 200 })]),
+    tokensCreated: (tokenIds, views) => recorder.record([Object.assign(tokenEvent(ctx, 'token.create', tokenIds, 200, views), { parentId: id })]),
   }
 }
 

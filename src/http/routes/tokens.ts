@@ -66,7 +66,7 @@ export function tokenRoutes(router: AppRouter, vault: TokenizeDeps, audit: Audit
 
   router.post('/detokenize', requirePermission('token:read'), body.json, async (ctx) => {
     ctx.body = await detokenizeValue(tokens, currentPrincipal(ctx.state), ctx.state.body, maxDetokenizeTokens, 'token:read', (ids) =>
-      audit.record([{ ...tokenEvent(ctx, 'token.detokenize', [...ids], 200), tokenIds: [...ids] }]),
+      audit.record([Object.assign(tokenEvent(ctx, 'token.detokenize', [...ids], 200), { tokenIds: [...ids] })]),
     )
   })
 }

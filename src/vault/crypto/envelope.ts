@@ -44,7 +44,7 @@ export function encryptData(data: unknown, binding: TokenBinding, keyring: Keyri
   const dataKey = randomBytes(KEY_BYTES)
   try {
     const ciphertext = seal(dataKey, Buffer.from(json, 'utf8'), dataAad(binding))
-    return { ...wrap(dataKey, dataKeyContext(binding), keyring), ciphertext }
+    return Object.assign(wrap(dataKey, dataKeyContext(binding), keyring), { ciphertext })
   } finally {
     dataKey.fill(0)
   }

@@ -81,12 +81,26 @@ export type LaneReply =
 
 export const isBridgeOp = (value: unknown): value is BridgeOp => (bridgeOps as readonly unknown[]).includes(value)
 
+// Field by field, not with rest and spread: on Node 20 `{ ...head, json }` takes V8's slow path
+// (a microsecond or more), twice per call.
 export function splitOutcome(outcome: WireOutcome): [OutcomeHead, string] {
-  if (outcome.kind === 'error') return [outcome, '']
-  const { json, ...head } = outcome
-  return [head, json]
+  switch (outcome.kind) {
+    case 'error':
+      return [outcome, '']
+    case 'ok':
+      return [{ kind: 'ok' }, outcome.json]
+    case 'response':
+      return [{ kind: 'response', status: outcome.status, headers: outcome.headers }, outcome.json]
+  }
 }
 
 export function joinOutcome(head: OutcomeHead, body: string): WireOutcome {
-  return head.kind === 'error' ? head : { ...head, json: body }
+  switch (head.kind) {
+    case 'error':
+      return head
+    case 'ok':
+      return { kind: 'ok', json: body }
+    case 'response':
+      return { kind: 'response', status: head.status, headers: head.headers, json: body }
+  }
 }
