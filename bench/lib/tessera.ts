@@ -1,11 +1,11 @@
 /**
  * Tessera as a separate process under test: compiled once with `tsc -p tsconfig.build.json`,
- * started as `node dist/src/main.js` pinned to the SUT core, on a fresh Postgres database
+ * started as `npm run serve` starts it (`node <its flags> dist/src/main.js`) pinned to the SUT core, on a fresh Postgres database
  * (created and dropped by the bench) or a temporary PGlite directory.
  */
 import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -15,6 +15,10 @@ import { captureOutput, spawnNode, stopChild, SUT_CORE } from './proc.js'
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const MAIN = path.join(ROOT, 'dist/src/main.js')
+/** Node's flags from `npm run serve` (`node <flags> dist/src/main.js`): Tessera runs here as it runs in production. */
+const SERVE_FLAGS = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { scripts: { serve: string } }).scripts.serve
+  .split(' ')
+  .filter((arg) => arg.startsWith('--'))
 // High enough that nothing is ever limited: the limiter still counts every request.
 const UNLIMITED = '1000000000/10'
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789'
@@ -110,7 +114,7 @@ export interface TesseraProcess {
 export async function startTessera(backend: Backend, options: { core?: number; env?: Record<string, string>; nodeArgs?: string[] } = {}): Promise<TesseraProcess> {
   await buildTessera()
   const port = await freePort()
-  const child = spawnNode([...(options.nodeArgs ?? []), MAIN], { core: options.core ?? SUT_CORE, cwd: ROOT, env: { PATH: process.env.PATH, ...backend.env, ...options.env, PORT: String(port), HOST: '127.0.0.1' } })
+  const child = spawnNode([...SERVE_FLAGS, ...(options.nodeArgs ?? []), MAIN], { core: options.core ?? SUT_CORE, cwd: ROOT, env: { PATH: process.env.PATH, ...backend.env, ...options.env, PORT: String(port), HOST: '127.0.0.1' } })
   const output = captureOutput(child)
   const url = `http://127.0.0.1:${port}`
   const deadline = Date.now() + 60_000
