@@ -40,13 +40,14 @@ export function createAuditLog(deps: { store: Store; keyring: AuditKeyring; conf
   const repo = store.audit
 
   // Runs with each tenant's head locked, inside the batch's transaction (or on a known head, see `write`).
-  const seal: ChainSealer = (head, rows) => {
+  // `stored`: the entries as the one-statement append sends them (see sealRows).
+  const seal = (head: ChainHead, rows: UnsealedAuditRow[]): ReturnType<ChainSealer> & { stored: string[] } => {
     const sealed = sealRows(keyring.primary, head, rows)
     const moved = { ...head, seq: sealed.seq, hash: sealed.hash }
     const checkpoint = sealed.seq - head.checkpoint_seq >= config.checkpointEvery ? checkpointAt(keyring.primary, moved, now()) : undefined
     return checkpoint
-      ? { rows: sealed.rows, head: { ...moved, checkpoint_seq: checkpoint.seq, checkpoint_at: checkpoint.created_at }, checkpoint }
-      : { rows: sealed.rows, head: moved }
+      ? { rows: sealed.rows, stored: sealed.stored, head: { ...moved, checkpoint_seq: checkpoint.seq, checkpoint_at: checkpoint.created_at }, checkpoint }
+      : { rows: sealed.rows, stored: sealed.stored, head: moved }
   }
 
   // Each chain's head as this process last wrote or read it. With it, a batch of one tenant is
@@ -60,7 +61,7 @@ export function createAuditLog(deps: { store: Store; keyring: AuditKeyring; conf
     if (known && rows.every((r) => r.tenant_id === tenant)) {
       const sealed = seal(known, rows)
       if (!sealed.checkpoint) {
-        if (await repo.appendAfter(known, sealed.rows, sealed.head)) return void heads.set(tenant, sealed.head)
+        if (await repo.appendAfter(known, sealed.stored, sealed.head)) return void heads.set(tenant, sealed.head)
       }
     }
     const moved: ChainHead[] = []

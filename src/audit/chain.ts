@@ -21,12 +21,29 @@ export function canonicalEntry(row: Omit<AuditRow, 'hash'>): string {
 
 /** HMAC(previous entry's hash, this entry's content): altering, removing or moving a row breaks the next link. */
 export function chainHash(key: AuditKey, previousHash: string, row: Omit<AuditRow, 'hash'>): string {
-  return createHmac('sha256', key.chain).update(previousHash).update('\n').update(canonicalEntry(row)).digest('hex')
+  return hashEntry(key, previousHash, canonicalEntry(row))
 }
 
-/** Appends `rows` (in order) to the chain whose head is `head`, sealing them in place; returns them and the new head. */
-export function sealRows(key: AuditKey, head: Pick<ChainHead, 'seq' | 'hash'>, rows: readonly UnsealedAuditRow[]): { rows: AuditRow[]; seq: number; hash: string } {
+function hashEntry(key: AuditKey, previousHash: string, canonical: string): string {
+  return createHmac('sha256', key.chain).update(previousHash).update('\n').update(canonical).digest('hex')
+}
+
+/**
+ * An entry as the one-statement append stores it (see the audit repository's APPEND_COLUMNS):
+ * its canonical array with its hash appended, so the content is serialized once, for the hash
+ * and the insert together. The hash is hex: it needs no escaping.
+ */
+function storedEntry(canonical: string, hash: string): string {
+  return `${canonical.slice(0, -1)},"${hash}"]`
+}
+
+/**
+ * Appends `rows` (in order) to the chain whose head is `head`, sealing them in place; returns
+ * them, each as the append statement stores it (`stored`), and the new head.
+ */
+export function sealRows(key: AuditKey, head: Pick<ChainHead, 'seq' | 'hash'>, rows: readonly UnsealedAuditRow[]): { rows: AuditRow[]; stored: string[]; seq: number; hash: string } {
   let { seq, hash } = head
+  const stored: string[] = []
   const sealed = rows.map((row) => {
     seq += 1
     // Sealed in place: the row is the writer's own, and sealing it again (on a head that moved)
@@ -34,10 +51,12 @@ export function sealRows(key: AuditKey, head: Pick<ChainHead, 'seq' | 'hash'>, r
     const entry = row as AuditRow
     entry.seq = seq
     entry.key_id = key.id
-    entry.hash = hash = chainHash(key, hash, entry)
+    const canonical = canonicalEntry(entry)
+    entry.hash = hash = hashEntry(key, hash, canonical)
+    stored.push(storedEntry(canonical, hash))
     return entry
   })
-  return { rows: sealed, seq, hash }
+  return { rows: sealed, stored, seq, hash }
 }
 
 export function signCheckpoint(key: AuditKey, cp: Omit<CheckpointRow, 'signature' | 'key_id'>): CheckpointRow {

@@ -73,8 +73,10 @@ export interface AuditPosition {
 
 /**
  * See `appendAfter`: the head moves only if it is where the writer sealed from, and the rows go
- * in only if it moved. The rows travel as one JSON array (one parameter, serialized natively;
- * Postgres's own parser takes it apart), in the column order of APPEND_COLUMNS.
+ * in only if it moved. The rows travel as one JSON array (one parameter; Postgres's own parser
+ * takes it apart) of entries as the chain hashed them: each is the chain's canonical array
+ * (src/audit/chain.ts: a tag, then every column but the hash, in the order below) with the hash
+ * appended, so element i + 1 is column i. Serialized once, for the hash and the insert.
  */
 const APPEND_COLUMNS = [
   ['tenant_id', 'uuid'], ['seq', 'bigint'], ['id', 'uuid'], ['occurred_at', 'timestamptz'], ['actor_kind', 'text'], ['actor_id', 'uuid'],
@@ -93,7 +95,7 @@ with head as (
   returning tenant_id
 ), inserted as (
   insert into audit_events (${APPEND_COLUMNS.map(([name]) => name).join(', ')})
-  select ${APPEND_COLUMNS.map(([, type], i) => (type === 'jsonb' ? `r->${i}` : `(r->>${i})::${type}`)).join(', ')}
+  select ${APPEND_COLUMNS.map(([, type], i) => (type === 'jsonb' ? `r->${i + 1}` : `(r->>${i + 1})::${type}`)).join(', ')}
   from jsonb_array_elements($6::jsonb) as r
   where exists (select 1 from head)
   returning 1
@@ -146,16 +148,16 @@ export function auditRepository(knex: Knex, kind: DatabaseKind) {
     },
 
     /**
-     * One tenant's already sealed `rows` in one statement (one round trip, its own commit), but
+     * One tenant's already sealed entries (`stored`: each a JSON array, see APPEND_COLUMNS) in
+     * one statement (one round trip, its own commit), but
      * only if the chain head is still `expected`: the head moves to `next` and the rows go in
      * together, or nothing happens and it answers false (another process appended meanwhile, or
      * the head was never stored). A concurrent append to the same chain waits on the head's row
      * lock and then finds it moved, so two writers never fork a chain.
      */
-    async appendAfter(expected: Pick<ChainHead, 'tenant_id' | 'seq' | 'hash'>, rows: readonly AuditRow[], next: Pick<ChainHead, 'seq' | 'hash'>): Promise<boolean> {
-      const json = JSON.stringify(rows.map((r) => APPEND_COLUMNS.map(([name]) => (name === 'occurred_at' ? r.occurred_at.toISOString() : r[name]))))
-      const result = await runDirect(knex, APPEND_AFTER, [next.seq, next.hash, expected.tenant_id, expected.seq, expected.hash, json])
-      return rows.length > 0 && toNumber(result[0]?.n ?? 0) === rows.length
+    async appendAfter(expected: Pick<ChainHead, 'tenant_id' | 'seq' | 'hash'>, stored: readonly string[], next: Pick<ChainHead, 'seq' | 'hash'>): Promise<boolean> {
+      const result = await runDirect(knex, APPEND_AFTER, [next.seq, next.hash, expected.tenant_id, expected.seq, expected.hash, `[${stored.join(',')}]`])
+      return stored.length > 0 && toNumber(result[0]?.n ?? 0) === stored.length
     },
 
     /** Entries of one tenant matching `filter`, newest first (`desc`) or oldest first, after `after`. */

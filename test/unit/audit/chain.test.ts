@@ -33,6 +33,8 @@ t.test('sealing: consecutive seqs from the head, each hash over the previous one
     t.equal(chainHash(keyring.primary, previous, content), hash)
     previous = hash
   }
+  // What the one-statement append stores: exactly the hashed content, then the hash.
+  t.same(sealed.stored.map((s) => JSON.parse(s) as unknown), sealed.rows.map(({ hash, ...content }) => [...(JSON.parse(canonicalEntry(content)) as unknown[]), hash]))
 })
 
 t.test('every field is covered by the hash', async (t) => {
