@@ -149,11 +149,11 @@ export function auditRepository(knex: Knex, kind: DatabaseKind) {
 
     /**
      * One tenant's already sealed entries (`stored`: each a JSON array, see APPEND_COLUMNS) in
-     * one statement (one round trip, its own commit), but
-     * only if the chain head is still `expected`: the head moves to `next` and the rows go in
-     * together, or nothing happens and it answers false (another process appended meanwhile, or
-     * the head was never stored). A concurrent append to the same chain waits on the head's row
-     * lock and then finds it moved, so two writers never fork a chain.
+     * one statement (one round trip, its own commit), but only if the chain head is still
+     * `expected`: the head moves to `next` and the rows go in together, or nothing happens and
+     * it answers false (another process appended meanwhile, or the head was never stored). A
+     * concurrent append to the same chain waits on the head's row lock and then finds it moved,
+     * so two writers never fork a chain.
      */
     async appendAfter(expected: Pick<ChainHead, 'tenant_id' | 'seq' | 'hash'>, stored: readonly string[], next: Pick<ChainHead, 'seq' | 'hash'>): Promise<boolean> {
       const result = await runDirect(knex, APPEND_AFTER, [next.seq, next.hash, expected.tenant_id, expected.seq, expected.hash, `[${stored.join(',')}]`])
