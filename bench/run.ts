@@ -9,7 +9,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { progress } from './lib/measure.js'
-import { machineInfo, pinSelf } from './lib/proc.js'
+import { idleProbe, machineInfo, pinSelf, type IdleProbe } from './lib/proc.js'
 import { figure, machineLine, rowsToMarkdown, summaryTable, type Figure } from './lib/report.js'
 import { proxyChart } from './lib/svg.js'
 import { buildTessera, serverVersion } from './lib/tessera.js'
@@ -30,6 +30,7 @@ const redisUrl = process.env.REDIS_URL
 const pinning = pinSelf()
 const notes: string[] = []
 const machineStart = machineInfo()
+const idle: { start: IdleProbe; end?: IdleProbe } = { start: await idleProbe() }
 let failed = false
 
 /** Runs one phase; a failure is reported and the run goes on, so the other figures still land. */
@@ -84,6 +85,7 @@ function machineLines(backend: string): string[] {
     `- Node ${m.node}; backend: ${backend}`,
     `- Pinning: ${pinning}; Postgres and Redis unpinned`,
     `- Load average (1/5/15 min) at start ${machineStart.loadAverage.join(' / ')}, at end ${m.loadAverage.join(' / ')}`,
+    `- Idle probe (driver core, medians): a short computation took ${idle.start.busyUs} µs back to back and ${idle.start.afterIdleUs} µs right after 1 ms of idle at start${idle.end ? `, ${idle.end.busyUs} and ${idle.end.afterIdleUs} µs at end` : ''}; every step of a c=1 request, which follows an idle gap, pays about that factor`,
   ]
 }
 
@@ -138,13 +140,14 @@ const rl = await phase('rate limit', () => runRateLimitBench({ redisUrl, outFile
 if (rl) printRateLimitBench(rl)
 const reactors = await phase('reactors', runReactors)
 
+idle.end = await idleProbe()
 const backend = await backendLabel()
 const figures = [...(proxy?.figures ?? []), ...(rl ? rateLimitFigures(rl) : []), ...(reactors?.figures ?? [])]
 const date = new Date(startedAt).toISOString().slice(0, 10)
 const dir = path.join(HERE, 'results')
 await mkdir(dir, { recursive: true })
 await writeFile(path.join(dir, `${date}.md`), renderMarkdown(date, backend, figures, proxy, tokens, rl, reactors))
-await writeFile(path.join(dir, `${date}.json`), JSON.stringify({ date: new Date(startedAt).toISOString(), durationS: Math.round((Date.now() - startedAt) / 1000), machine: machineInfo(), machineAtStart: machineStart, backend, figures, proxy, tokens, rateLimit: rl, reactors, notes }, null, 2) + '\n')
+await writeFile(path.join(dir, `${date}.json`), JSON.stringify({ date: new Date(startedAt).toISOString(), durationS: Math.round((Date.now() - startedAt) / 1000), machine: machineInfo(), machineAtStart: machineStart, idleProbe: idle, backend, figures, proxy, tokens, rateLimit: rl, reactors, notes }, null, 2) + '\n')
 if (proxy) await writeFile(path.join(dir, `${date}-proxy.svg`), proxyChart(proxy.variants, `${backend}; ${machineStart.cpu}, ${machineStart.cores} cores, Node ${machineStart.node}; ${date}`))
 await pointReadme(date, backend)
 console.log(summaryTable(figures))

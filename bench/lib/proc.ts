@@ -145,3 +145,36 @@ export function machineInfo(): MachineInfo {
     memoryGb: Math.round(os.totalmem() / 2 ** 30),
   }
 }
+
+/** What the idle probe saw: the same short computation, back to back and right after the core idled. */
+export interface IdleProbe {
+  /** Median µs of the computation run back to back (the core never idles). */
+  busyUs: number
+  /** Median µs of the same computation, each run after 1 ms of sleep. */
+  afterIdleUs: number
+}
+
+/**
+ * How much slower this machine runs code right after a short idle: on some VMs an idle vCPU
+ * comes back with cold caches (or is descheduled), and everything timed at concurrency 1 (each
+ * request follows an idle gap while the client reads the answer) pays that factor on every
+ * step. Recorded beside the c=1 latencies so figures from different hosts can be read.
+ */
+export async function idleProbe(samples = 500): Promise<IdleProbe> {
+  const payload = { id: 'a3bb189e-8bf9-3888-9912-ace4e6543002', items: Array.from({ length: 16 }, (_, i) => ({ n: i, name: `item-${i}`, price: i * 1.5 })) }
+  // About 10 µs: short, like each step of a request (a long computation warms its own caches).
+  const time = (): number => {
+    const t0 = process.hrtime.bigint()
+    if ((JSON.parse(JSON.stringify(payload)) as { items: unknown[] }).items.length !== 16) throw new Error('unreachable')
+    return Number(process.hrtime.bigint() - t0) / 1000
+  }
+  for (let i = 0; i < 2000; i++) time()
+  const busy = Array.from({ length: samples }, time)
+  const afterIdle: number[] = []
+  for (let i = 0; i < samples; i++) {
+    await new Promise((r) => setTimeout(r, 1))
+    afterIdle.push(time())
+  }
+  const mid = (xs: number[]) => Math.round([...xs].sort((a, b) => a - b)[xs.length >> 1]! * 10) / 10
+  return { busyUs: mid(busy), afterIdleUs: mid(afterIdle) }
+}
