@@ -153,7 +153,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       hotConcurrency: r.SVC_REACTOR_HOT_CONCURRENCY,
       codeMaxChars: r.SVC_REACTOR_CODE_MAX_CHARS,
       payloadMaxBytes: r.SVC_REACTOR_PAYLOAD_MAX_BYTES,
-      workers: r.SVC_REACTOR_WORKERS,
+      // One worker thread per core the process may use (its CPU affinity, as taskset or a cpuset
+      // sets it): more threads than cores only add context switches to every call.
+      workers: r.SVC_REACTOR_WORKERS ?? Math.min(64, availableParallelism()),
       childEnv: runtimeChildEnv(env),
       concurrency: {
         total: r.SVC_REACTOR_CONCURRENCY_TOTAL,

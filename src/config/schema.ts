@@ -35,7 +35,7 @@ export const configSchema = Type.Object(
     SVC_REACTOR_HOT_CONCURRENCY: positiveInt(0, 1000, 1),
     SVC_REACTOR_CODE_MAX_CHARS: positiveInt(1, 10_000_000, 50_000),
     SVC_REACTOR_PAYLOAD_MAX_BYTES: positiveInt(1, 1024 * 1024 * 1024, 5 * 1024 * 1024),
-    SVC_REACTOR_WORKERS: positiveInt(1, 64, 2),
+    SVC_REACTOR_WORKERS: Type.Optional(Type.Integer({ minimum: 1, maximum: 64, description: 'default: the cores this process may run on (at most 64)' })),
     SVC_REACTOR_CONCURRENCY_TOTAL: positiveInt(1, 10_000, 32),
     SVC_REACTOR_CONCURRENCY_PER_TENANT: positiveInt(1, 10_000, 16),
     SVC_REACTOR_CONCURRENCY_PER_REACTOR: positiveInt(1, 10_000, 8),

@@ -1,3 +1,4 @@
+import { execFileSync, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { availableParallelism } from 'node:os'
 import t from 'tap'
@@ -46,6 +47,21 @@ t.test('IPv6 rate-limit prefix: /64 by default, configurable', async (t) => {
   t.equal(loadConfig({}).rateLimit.ipv6PrefixLength, 64)
   t.equal(loadConfig({ SVC_RATE_LIMIT_IPV6_PREFIX: '56' }).rateLimit.ipv6PrefixLength, 56)
   t.throws(() => loadConfig({ SVC_RATE_LIMIT_IPV6_PREFIX: '129' }), /SVC_RATE_LIMIT_IPV6_PREFIX/)
+})
+
+t.test('Reactor worker threads: one per core the process may run on, unless set', async (t) => {
+  t.equal(loadConfig({}).reactors.workers, Math.min(64, availableParallelism()))
+  t.equal(loadConfig({ SVC_REACTOR_WORKERS: '3' }).reactors.workers, 3)
+  t.throws(() => loadConfig({ SVC_REACTOR_WORKERS: '0' }), /SVC_REACTOR_WORKERS/)
+  t.throws(() => loadConfig({ SVC_REACTOR_WORKERS: '65' }), /SVC_REACTOR_WORKERS/)
+  t.throws(() => loadConfig({ SVC_REACTOR_WORKERS: 'two' }), /SVC_REACTOR_WORKERS/)
+  const canPin = availableParallelism() >= 2 && spawnSync('taskset', ['--version'], { stdio: 'ignore' }).status === 0
+  t.test('a process pinned to one core gets one worker', { skip: canPin ? false : 'needs taskset and two cores' }, async (t) => {
+    const module = new URL('../../../src/config/index.ts', import.meta.url).href
+    const script = `const { loadConfig } = await import(${JSON.stringify(module)}); console.log(loadConfig({}).reactors.workers)`
+    const out = execFileSync('taskset', ['-c', '0', process.execPath, '--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' })
+    t.equal(out.trim(), '1')
+  })
 })
 
 t.test('Reactor fairness and warm-pool bounds: defaults, and caps that only make sense in order', async (t) => {
