@@ -7,6 +7,7 @@ import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_pr
 import { once } from 'node:events'
 import { readdirSync, readFileSync } from 'node:fs'
 import os from 'node:os'
+import { median, round1 } from './measure.js'
 
 export const SUT_CORE = 0
 export const DRIVER_CORE = 1
@@ -175,6 +176,5 @@ export async function idleProbe(samples = 500): Promise<IdleProbe> {
     await new Promise((r) => setTimeout(r, 1))
     afterIdle.push(time())
   }
-  const mid = (xs: number[]) => Math.round([...xs].sort((a, b) => a - b)[xs.length >> 1]! * 10) / 10
-  return { busyUs: mid(busy), afterIdleUs: mid(afterIdle) }
+  return { busyUs: round1(median(busy)), afterIdleUs: round1(median(afterIdle)) }
 }

@@ -59,7 +59,7 @@ t.test('Reactor worker threads: one per core the process may run on, unless set'
   t.test('a process pinned to one core gets one worker', { skip: canPin ? false : 'needs taskset and two cores' }, async (t) => {
     const module = new URL('../../../src/config/index.ts', import.meta.url).href
     const script = `const { loadConfig } = await import(${JSON.stringify(module)}); console.log(loadConfig({}).reactors.workers)`
-    const out = execFileSync('taskset', ['-c', '0', process.execPath, '--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' })
+    const out = execFileSync('taskset', ['-c', '0', process.execPath, '--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 })
     t.equal(out.trim(), '1')
   })
 })
