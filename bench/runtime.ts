@@ -11,7 +11,6 @@
  *
  * Each caller has its own echo Reactor (and tenant), so every call is warm and no cap holds it.
  */
-import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -20,7 +19,7 @@ import { loadConfig } from '../src/config/index.js'
 import type { HostBridges } from '../src/reactors/supervisor.js'
 import { ReactorSupervisor } from '../src/reactors/supervisor.js'
 import { median, percentileUs, progress, round0, round1 } from './lib/measure.js'
-import { canPin, cpuTimeUs, idleProbe, machineInfo, processTree, SUT_CORE } from './lib/proc.js'
+import { canPin, cpuTimeUs, idleProbe, machineInfo, pinThisProcess, processTree, SUT_CORE } from './lib/proc.js'
 import { writeResult } from './lib/write-result.js'
 
 const HERE = dirname(fileURLToPath(import.meta.url))
@@ -45,8 +44,7 @@ export async function runRuntimeBench(options: { callers?: number; rounds?: numb
   const rounds = options.rounds ?? 5
   const seconds = options.seconds ?? 3
   // Before the child is forked: it inherits the affinity of this thread.
-  const pinning = canPin() ? `this process and the runtime child pinned to core ${SUT_CORE}` : 'not pinned'
-  if (canPin()) execFileSync('taskset', ['-a', '-p', '-c', String(SUT_CORE), String(process.pid)], { stdio: 'ignore' })
+  const pinning = canPin() && pinThisProcess(SUT_CORE) ? `this process and the runtime child pinned to core ${SUT_CORE}` : 'not pinned'
   const config = loadConfig({ SVC_LOG_LEVEL: 'silent', SVC_KEY_HASH_SECRET: 'b'.repeat(40), SVC_MASTER_KEY: Buffer.alloc(32, 7).toString('base64') })
   const sup = new ReactorSupervisor({ config: config.reactors, logger: pino({ level: 'silent' }), bridges: NO_BRIDGES })
   const loadStart = machineInfo().loadAverage

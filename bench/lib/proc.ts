@@ -24,8 +24,12 @@ export function canPin(): boolean {
 /** Moves the bench driver itself (every thread) to the driver core; children inherit it. */
 export function pinSelf(): string {
   if (!canPin()) return 'not pinned (taskset missing or fewer than 2 cores)'
-  const r = spawnSync('taskset', ['-a', '-p', '-c', String(DRIVER_CORE), String(process.pid)], { stdio: 'ignore' })
-  return r.status === 0 ? `driver pinned to core ${DRIVER_CORE}, processes under test to core ${SUT_CORE}` : 'not pinned (taskset -p failed)'
+  return pinThisProcess(DRIVER_CORE) ? `driver pinned to core ${DRIVER_CORE}, processes under test to core ${SUT_CORE}` : 'not pinned (taskset -p failed)'
+}
+
+/** Pins every thread of this process (and what it forks later) to `core`; false if taskset failed. */
+export function pinThisProcess(core: number): boolean {
+  return spawnSync('taskset', ['-a', '-p', '-c', String(core), String(process.pid)], { stdio: 'ignore' }).status === 0
 }
 
 export interface SpawnOptions {
