@@ -1,11 +1,11 @@
-import { hkdfSync } from 'node:crypto'
+import { createSecretKey, hkdfSync, type KeyObject } from 'node:crypto'
 import { inspect } from 'node:util'
 
 /** The keys one audit secret yields; `id` names it in every row and checkpoint it sealed. */
 export interface AuditKey {
   readonly id: string
-  readonly chain: Buffer
-  readonly checkpoint: Buffer
+  readonly chain: KeyObject
+  readonly checkpoint: KeyObject
 }
 
 /**
@@ -47,5 +47,6 @@ export function auditKeyring(auditSecret: string | undefined, keyHashSecret: str
 function deriveAuditKey(secret: string): AuditKey {
   const ikm = Buffer.from(secret, 'utf8')
   const derive = (label: string, bytes = 32) => Buffer.from(hkdfSync('sha256', ikm, Buffer.alloc(0), `tessera/audit/${label}/v1`, bytes))
-  return { id: derive('key-id', 8).toString('hex'), chain: derive('chain'), checkpoint: derive('checkpoint') }
+  // KeyObjects, made once: createHmac with a Buffer key wraps it in a new one for every entry.
+  return { id: derive('key-id', 8).toString('hex'), chain: createSecretKey(derive('chain')), checkpoint: createSecretKey(derive('checkpoint')) }
 }

@@ -64,3 +64,23 @@ t.test('checkpoints: signed over tenant, seq, hash and time', async (t) => {
   t.notOk(checkpointSignatureValid(keyring.primary, { ...cp, created_at: new Date(cp.created_at.getTime() - 1) }))
   t.notOk(checkpointSignatureValid(keyring.primary, { ...cp, signature: 'zz' }))
 })
+
+// Logs written by earlier releases must keep verifying: these values were computed by the code
+// that wrote them, and any change to the key derivation, the canonical form or the MAC breaks them.
+t.test('known answers: key id, chain hashes and checkpoint signature are stable across releases', async (t) => {
+  const key = auditKeyring(undefined, SECRET).primary
+  const content = {
+    tenant_id: '6f1c2a9e-3b4d-4e5f-8a7b-1c2d3e4f5a6b', seq: 1, id: '0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d', occurred_at: new Date('2026-01-02T03:04:05.678Z'),
+    actor_kind: 'application' as const, actor_id: '11111111-2222-4333-8444-555555555555', action: 'proxy.request' as const, target_type: null, target_ids: [],
+    token_ids: ['ab12cd34-0000-4000-8000-000000000001'], outcome: 'success' as const, status: 200, transform: null, permission: null, trace_id: 'trace-1',
+    client_ip: '127.0.0.1', request_method: 'POST' as const, request_route: '/proxy', destination_origin: 'https://api.example.com', destination_method: 'POST' as const,
+    destination_status: null, duration_ms: null, parent_id: null, key_id: key.id,
+  }
+  t.equal(key.id, '97326fdc79072869')
+  t.equal(chainHash(key, GENESIS_HASH, content), 'c3efd587fae5ada079531b3a9eb4d450579a123c17e1eb4268fa1b2dff0a4641')
+  const second = { ...content, id: '0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4e' }
+  const sealed = sealRows(key, { seq: 0, hash: GENESIS_HASH }, [content, second])
+  t.same(sealed.rows.map((r) => r.hash), ['c3efd587fae5ada079531b3a9eb4d450579a123c17e1eb4268fa1b2dff0a4641', '9941f7a8b915db8ff10f7302a022482642771f0598a2dcfa9583fe1c10eb97ed'])
+  const cp = signCheckpoint(key, { tenant_id: content.tenant_id, seq: 2, hash: sealed.hash, created_at: new Date('2026-01-02T03:04:06Z') })
+  t.equal(cp.signature, '2def154a549aff50f22a42a43b49d00efb9ec7da3e5a9f3cfe0aa49676f4c36c')
+})
