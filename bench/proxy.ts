@@ -16,7 +16,7 @@ import { call, createCardTokens, createPrivateApp } from './lib/api.js'
 import { startHelper, type HelperProcess } from './lib/helpers.js'
 import { closedLoop, interleave, median, percentileUs, progress, round0, round1, saturate, type BenchRequest } from './lib/measure.js'
 import { DRIVER_CORE, machineInfo, measureCpu, pinSelf, SUT_CORE } from './lib/proc.js'
-import { figure, machineLine, type Figure } from './lib/report.js'
+import { figure, machineLine, roundRange, roundsText, type Figure } from './lib/report.js'
 import { createBackend, startTessera, type Backend, type TesseraProcess } from './lib/tessera.js'
 import { writeResult } from './lib/write-result.js'
 
@@ -49,6 +49,8 @@ export interface ProxyVariantResult {
   addedP50UsOverB: number
   addedP99UsOverB: number
   errors: number
+  /** Each round's figures, in round order (the variants were measured interleaved, one per round each). */
+  rounds: { rps: number[]; cpuUsPerRequest: number[]; p50Us: number[] }
 }
 
 export interface ProxyBenchResult {
@@ -158,6 +160,7 @@ function summarize(variants: Variant[]): ProxyVariantResult[] {
     addedP50UsOverB: round1(median(v.p50) - bP50),
     addedP99UsOverB: round1(median(v.p99) - bP99),
     errors: v.errors,
+    rounds: { rps: v.rps.map(round0), cpuUsPerRequest: v.cpu.map(round1), p50Us: v.p50.map(round1) },
   }))
 }
 
@@ -184,6 +187,8 @@ async function scaling(first: TesseraProcess, backend: Backend, request: BenchRe
   }
 }
 
+const ratioRange = (v: ProxyVariantResult, base: ProxyVariantResult) => roundRange(v.rounds.rps, base.rounds.rps, (x, y) => x / y, 2)
+
 function figures(result: ProxyBenchResult): Figure[] {
   const by = (k: string) => result.variants.find((v) => v.variant === k)
   const b = by('b')!
@@ -192,11 +197,11 @@ function figures(result: ProxyBenchResult): Figure[] {
   const cpu = (v: ProxyVariantResult) => ({ cpuUs: v.cpuUsPerRequest, baselineCpuUs: b.cpuUsPerRequest })
   const rps = (k: string, name: string, min?: number) => {
     const v = by(k)
-    if (v) out.push(figure({ bench: 'proxy', name, unit: 'req/s', tessera: v.rps, baseline: b.rps, baselineName: 'b', ...cpu(v), target: min ? `≥ ${min}× b` : undefined, pass: min ? v.rps >= min * b.rps : undefined }))
+    if (v) out.push(figure({ bench: 'proxy', name, unit: 'req/s', tessera: v.rps, baseline: b.rps, baselineName: 'b', range: ratioRange(v, b), ...cpu(v), target: min ? `≥ ${min}× b` : undefined, pass: min ? v.rps >= min * b.rps : undefined }))
   }
   const p50 = (k: string, name: string, maxAdded: number) => {
     const v = by(k)
-    if (v) out.push(figure({ bench: 'proxy', name, unit: 'µs', tessera: v.p50Us, baseline: b.p50Us, baselineName: 'b', added: v.addedP50UsOverB, ...cpu(v), target: `≤ +${maxAdded} µs`, pass: v.addedP50UsOverB <= maxAdded }))
+    if (v) out.push(figure({ bench: 'proxy', name, unit: 'µs', tessera: v.p50Us, baseline: b.p50Us, baselineName: 'b', added: v.addedP50UsOverB, range: roundRange(v.rounds.p50Us, b.rounds.p50Us, (x, y) => x - y, 0), ...cpu(v), target: `≤ +${maxAdded} µs`, pass: v.addedP50UsOverB <= maxAdded }))
   }
   // Issue 15's targets.
   rps('c', '(c) no tokens, throughput', 0.45)
@@ -210,7 +215,7 @@ function figures(result: ProxyBenchResult): Figure[] {
   const f = by('f')
   // Issue 15: trivial request + response transforms at 32 connections, against (c).
   if (f && c) {
-    out.push(figure({ bench: 'proxy', name: '(f) pre-configured, trivial transforms, throughput', unit: 'req/s', tessera: f.rps, baseline: c.rps, baselineName: 'c', cpuUs: f.cpuUsPerRequest, baselineCpuUs: c.cpuUsPerRequest, target: '≥ 0.4× c', pass: f.rps >= 0.4 * c.rps }))
+    out.push(figure({ bench: 'proxy', name: '(f) pre-configured, trivial transforms, throughput', unit: 'req/s', tessera: f.rps, baseline: c.rps, baselineName: 'c', range: ratioRange(f, c), cpuUs: f.cpuUsPerRequest, baselineCpuUs: c.cpuUsPerRequest, target: '≥ 0.4× c', pass: f.rps >= 0.4 * c.rps }))
     out.push(figure({ bench: 'proxy', name: '(f) pre-configured, p50 at c=1', unit: 'µs', tessera: f.p50Us, baseline: c.p50Us, baselineName: 'c', added: round1(f.p50Us - c.p50Us), cpuUs: f.cpuUsPerRequest, baselineCpuUs: c.cpuUsPerRequest }))
   }
   if (result.scaling) {
@@ -220,7 +225,7 @@ function figures(result: ProxyBenchResult): Figure[] {
   // Issue 16: the proxy with the audit log (d) against the same calls without it (g).
   const d = by('d')
   const g = by('g')
-  if (d && g) out.push(figure({ bench: 'proxy', name: '(d) 1 token with the audit log, throughput', unit: 'req/s', tessera: d.rps, baseline: g.rps, baselineName: 'g (log off)', cpuUs: d.cpuUsPerRequest, baselineCpuUs: g.cpuUsPerRequest, target: '≥ 0.9× g', pass: d.rps >= 0.9 * g.rps }))
+  if (d && g) out.push(figure({ bench: 'proxy', name: '(d) 1 token with the audit log, throughput', unit: 'req/s', tessera: d.rps, baseline: g.rps, baselineName: 'g (log off)', range: ratioRange(d, g), cpuUs: d.cpuUsPerRequest, baselineCpuUs: g.cpuUsPerRequest, target: '≥ 0.9× g', pass: d.rps >= 0.9 * g.rps }))
   return out
 }
 
@@ -308,7 +313,7 @@ export function printProxyBench(result: ProxyBenchResult): void {
   if (result.scaling) console.log(`scaling (c), ${result.scaling.connections} connections: 1 process ${result.scaling.oneRps} req/s, 2 processes ${result.scaling.twoRps} req/s (${result.scaling.ratio}x)`)
   for (const f of result.figures.filter((f) => f.target)) {
     const cpu = f.cpuUs === undefined ? '' : ` (CPU ${f.cpuUs} vs ${f.baselineCpuUs} µs/req)`
-    console.log(`${f.name}: ${f.tessera} ${f.unit} vs ${f.baselineName} ${f.baseline} -> ${f.added !== undefined ? `+${f.added} µs` : `${f.ratio}x`}${cpu}, target ${f.target}: ${f.pass ? 'pass' : 'FAIL'}`)
+    console.log(`${f.name}: ${f.tessera} ${f.unit} vs ${f.baselineName} ${f.baseline} -> ${f.added !== undefined ? `+${f.added} µs` : `${f.ratio}x`}${roundsText(f)}${cpu}, target ${f.target}: ${f.pass ? 'pass' : 'FAIL'}`)
   }
   for (const note of result.notes) console.log(note)
 }

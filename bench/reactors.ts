@@ -34,7 +34,7 @@ import { Pool } from 'undici'
 import { call, createPrivateApp } from './lib/api.js'
 import { closedLoop, interleave, median, percentileUs, progress, round0, round1, saturate, type BenchRequest } from './lib/measure.js'
 import { captureOutput, cpuTimeUs, machineInfo, pinSelf, processTree, spawnNode, stopChild, SUT_CORE } from './lib/proc.js'
-import { figure, type Figure } from './lib/report.js'
+import { figure, roundRange, roundsText, type Figure } from './lib/report.js'
 import { createBackend, ROOT, serverVersion, startTessera, type Backend, type TesseraProcess } from './lib/tessera.js'
 import { writeResult } from './lib/write-result.js'
 
@@ -346,7 +346,7 @@ export async function runReactorsBench(options: ReactorsBenchOptions = {}): Prom
       options: o,
       results,
       rounds: Object.fromEntries(Object.entries(rounds).map(([k, v]) => [k, v.map(round1)])),
-      figures: reactorsFigures(results),
+      figures: reactorsFigures(results, rounds),
       table: reactorsTable(results, o.paceMs),
       notes,
     }
@@ -368,16 +368,18 @@ const WARM_ADDED_MAX_US = 400
 const COLD_MAX_US = 5000
 const SATURATION_MIN_RATIO = 0.3
 
-export function reactorsFigures(r: ReactorsFigures): Figure[] {
+/** `rounds`: each figure's value round by round (interleaved), for the spread of the targets' comparisons. */
+export function reactorsFigures(r: ReactorsFigures, rounds: Record<string, number[]>): Figure[] {
   const warmAdded = round1(r.warmP50Us - r.noopP50Us)
+  const range = (a: keyof ReactorsFigures, b: keyof ReactorsFigures, f: (x: number, y: number) => number, digits: number) => roundRange(rounds[a] ?? [], rounds[b] ?? [], f, digits)
   const cold = (name: string, p50Us: number) =>
     figure({ bench: 'reactors', name, unit: 'ms', tessera: ms(p50Us), baseline: ms(r.bareColdP50Us), baselineName: 'bare isolated-vm', added: ms(p50Us - r.bareColdP50Us), target: `≤ ${COLD_MAX_US / 1000} ms`, pass: p50Us <= COLD_MAX_US })
   return [
-    figure({ bench: 'reactors', name: 'warm invoke, p50 at c=1', unit: 'µs', tessera: r.warmP50Us, baseline: r.noopP50Us, baselineName: 'no-op route', added: warmAdded, target: `≤ +${WARM_ADDED_MAX_US} µs`, pass: warmAdded <= WARM_ADDED_MAX_US }),
+    figure({ bench: 'reactors', name: 'warm invoke, p50 at c=1', unit: 'µs', tessera: r.warmP50Us, baseline: r.noopP50Us, baselineName: 'no-op route', added: warmAdded, range: range('warmP50Us', 'noopP50Us', (x, y) => x - y, 0), target: `≤ +${WARM_ADDED_MAX_US} µs`, pass: warmAdded <= WARM_ADDED_MAX_US }),
     figure({ bench: 'reactors', name: 'warm invoke, p50 paced (idle between calls)', unit: 'µs', tessera: r.warmPacedP50Us, baseline: r.noopPacedP50Us, baselineName: 'no-op route, paced', added: round1(r.warmPacedP50Us - r.noopPacedP50Us) }),
     figure({
       bench: 'reactors', name: 'saturation (echo, 1 Reactor per connection)', unit: 'req/s', tessera: r.warmSatRps, baseline: r.noopSatRps, baselineName: 'no-op route',
-      cpuUs: r.warmCpuUsPerRequest, baselineCpuUs: r.noopCpuUsPerRequest, target: `≥ ${SATURATION_MIN_RATIO}×`, pass: r.warmSatRps >= SATURATION_MIN_RATIO * r.noopSatRps,
+      range: range('warmSatRps', 'noopSatRps', (x, y) => x / y, 2), cpuUs: r.warmCpuUsPerRequest, baselineCpuUs: r.noopCpuUsPerRequest, target: `≥ ${SATURATION_MIN_RATIO}×`, pass: r.warmSatRps >= SATURATION_MIN_RATIO * r.noopSatRps,
     }),
     figure({ bench: 'reactors', name: 'saturation (echo, 1 Reactor for all connections: scale-out)', unit: 'req/s', tessera: r.oneReactorSatRps, baseline: r.noopSatRps, baselineName: 'no-op route', cpuUs: r.oneReactorCpuUsPerRequest, baselineCpuUs: r.noopCpuUsPerRequest }),
     cold('cold start (new Reactor), p50', r.coldNewP50Us),
@@ -412,7 +414,7 @@ export function printReactorsBench(result: ReactorsBenchResult): void {
   console.log(`reactors, ${o.rounds} rounds: ${o.latencyRequests} requests at c=1, ${o.coldSamples} cold starts per kind, ${o.payloadSamples} × 5 MB, autocannon ${o.connections} connections × ${o.saturationS} s; ${result.backend.database} + ${result.backend.redis}; medians`)
   console.table(result.table)
   for (const f of result.figures.filter((f) => f.target)) {
-    const compare = f.added !== undefined ? `+${f.added} ${f.unit}` : `${f.ratio}×${f.cpuUs === undefined ? '' : `, CPU ${f.cpuUs} vs ${f.baselineCpuUs} µs/req`}`
+    const compare = f.added !== undefined ? `+${f.added} ${f.unit}${roundsText(f)}` : `${f.ratio}×${roundsText(f)}${f.cpuUs === undefined ? '' : `, CPU ${f.cpuUs} vs ${f.baselineCpuUs} µs/req`}`
     console.log(`${f.name}: ${f.tessera} ${f.unit} (baseline ${f.baseline} ${f.unit}, ${f.baselineName}; ${compare}), target ${f.target}: ${f.pass ? 'pass' : 'FAIL'}`)
   }
   for (const note of result.notes) console.log(note)

@@ -13,6 +13,11 @@ export interface Figure {
   /** tessera - baseline, in `unit` */
   added?: number
   /**
+   * The lowest and highest of the ratio (or of `added`) computed round by round, when the two
+   * sides were measured in the same interleaved rounds: how far one round can be from the median.
+   */
+  range?: [number, number]
+  /**
    * CPU µs per request of Tessera (and of the baseline), shown beside the ratio: on a shared
    * machine it is the cost measure least disturbed by other load. Required for req/s ratios.
    */
@@ -30,21 +35,42 @@ export function figure(f: Figure): Figure {
   return f
 }
 
+/**
+ * The lowest and highest of `f(a's round i, b's round i)`: for two figures measured in the same
+ * interleaved rounds, how far a single round's comparison strays from the medians'.
+ */
+export function roundRange(a: number[], b: number[], f: (x: number, y: number) => number, digits: number): [number, number] | undefined {
+  const each = a.slice(0, b.length).map((x, i) => f(x, b[i]!))
+  if (each.length < 2) return undefined
+  const r = (n: number) => Math.round(n * 10 ** digits) / 10 ** digits
+  return [r(Math.min(...each)), r(Math.max(...each))]
+}
+
 const num = (n: number | undefined, digits = 0) =>
   n === undefined || !Number.isFinite(n) ? '–' : n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits })
 
 export const SUMMARY_HEADER = ['figure', 'Tessera', 'baseline', 'ratio', 'CPU µs/req (Tessera vs baseline)', 'target', 'pass/fail']
 
+const unitSuffix = (f: Figure) => ` ${f.unit}`
+const signed = (n: number) => `${n >= 0 ? '+' : ''}${num(n)}`
+
+/** ` (rounds 0.62–0.85×)` or ` (rounds +357 to +1,062 µs)`: the figure's `range`, if any. */
+export function roundsText(f: Figure): string {
+  if (f.range === undefined) return ''
+  const [low, high] = f.range
+  return f.added === undefined ? ` (rounds ${num(low, 2)}–${num(high, 2)}×)` : ` (rounds ${signed(low)} to ${signed(high)}${unitSuffix(f)})`
+}
+
 /** One summary row, columns as SUMMARY_HEADER; CPU µs/req has its own column beside the ratio. */
 export function figureRow(f: Figure): string[] {
-  const unit = f.unit === 'µs' ? ' µs' : f.unit === 'ms' ? ' ms' : ` ${f.unit}`
+  const unit = unitSuffix(f)
   const cpu = f.cpuUs === undefined ? '–' : `${num(f.cpuUs)}${f.baselineCpuUs === undefined ? '' : ` vs ${num(f.baselineCpuUs)}`}`
-  const compare = [f.ratio === undefined ? '' : `${num(f.ratio, 2)}×`, f.added === undefined ? '' : `${f.added >= 0 ? '+' : ''}${num(f.added)}${unit}`]
+  const compare = [f.ratio === undefined ? '' : `${num(f.ratio, 2)}×`, f.added === undefined ? '' : `${signed(f.added)}${unit}`]
   return [
     `${f.bench}: ${f.name}`,
     `${num(f.tessera, f.tessera < 10 ? 2 : 0)}${unit}`,
     f.baseline === undefined ? '–' : `${num(f.baseline, f.baseline < 10 ? 2 : 0)}${unit}${f.baselineName ? ` (${f.baselineName})` : ''}`,
-    compare.filter(Boolean).join(' / ') || '–',
+    (compare.filter(Boolean).join(' / ') || '–') + roundsText(f),
     cpu,
     f.target ?? '–',
     f.pass === undefined ? '–' : f.pass ? 'pass' : '**FAIL**',
