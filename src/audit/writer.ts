@@ -31,13 +31,22 @@ export interface AuditWriterStats {
   failing: boolean
 }
 
-/** A request's events, written together; settled once, on durability or on refusal. */
+/**
+ * A request's events, written together. A recorded (durable) group's caller waits on `waiter`
+ * until `settle` answers it, once, on durability or on refusal.
+ */
 interface Group {
   rows: UnsealedAuditRow[]
   durable: boolean
   cancelled: boolean
   attempts: number
-  settle(err?: Error): void
+  waiter: Waiter | undefined
+}
+
+interface Waiter {
+  resolve(): void
+  reject(err: Error): void
+  timer: NodeJS.Timeout
 }
 
 /** The groups of one chain (tenant) and its one transaction in flight. */
@@ -57,6 +66,27 @@ const MIXED = '*'
 
 export const auditUnavailable = (why: string) =>
   new AppError('unavailable', { detail: `The audit log cannot be written (${why}); nothing was revealed.` })
+
+/**
+ * Answers a group's caller (if it still waits) and drops the group's references to it.
+ * Deliberately no closure per group. With one (a `settle` function that replaced itself when
+ * called), requests' objects outlived young-generation collections: `/proxy` with one token at
+ * 32 connections promoted 2.4–3.2 MB per scavenge at 16–17 ms each, against 0.5 MB and 6.2–6.5 ms
+ * with this shape (V8's `--trace-gc-nvp`, same host, same minutes).
+ */
+function settle(group: Group, err?: Error): void {
+  const waiter = group.waiter
+  if (waiter === undefined) return
+  group.waiter = undefined
+  clearTimeout(waiter.timer)
+  if (err) waiter.reject(err)
+  else waiter.resolve()
+}
+
+function timedOut(group: Group): void {
+  group.cancelled = true
+  settle(group, auditUnavailable('it timed out'))
+}
 
 /**
  * Group commit: events wait in one bounded queue, split into a lane per tenant (each tenant's
@@ -152,7 +182,7 @@ export function createAuditWriter(options: AuditWriterOptions) {
       stats.written += rows.length
       stats.batches += 1
       stats.failing = false
-      for (const g of batch) g.settle()
+      for (const g of batch) settle(g)
       return true
     } catch (err) {
       stats.failing = true
@@ -166,7 +196,7 @@ export function createAuditWriter(options: AuditWriterOptions) {
   function failed(lane: Lane, batch: Group[]): void {
     const retry: Group[] = []
     for (const g of batch) {
-      if (g.durable) g.settle(auditUnavailable('the write failed'))
+      if (g.durable) settle(g, auditUnavailable('the write failed'))
       else if (++g.attempts < NOTE_ATTEMPTS && !admissible(g.rows.length, false)) retry.push(g)
       else drop(g.rows.length, 'the write failed')
     }
@@ -204,17 +234,8 @@ export function createAuditWriter(options: AuditWriterOptions) {
       const refused = admissible(rows.length, true)
       if (refused) return Promise.reject(auditUnavailable(refused))
       return new Promise<void>((resolve, reject) => {
-        const group: Group = { rows, durable: true, cancelled: false, attempts: 0, settle: () => undefined }
-        const timer = setTimeout(() => {
-          group.cancelled = true
-          group.settle(auditUnavailable('it timed out'))
-        }, options.timeoutMs)
-        group.settle = (err) => {
-          group.settle = () => undefined
-          clearTimeout(timer)
-          if (err) reject(err)
-          else resolve()
-        }
+        const group: Group = { rows, durable: true, cancelled: false, attempts: 0, waiter: undefined }
+        group.waiter = { resolve, reject, timer: setTimeout(timedOut, options.timeoutMs, group) }
         enqueue(group)
       })
     },
@@ -231,7 +252,7 @@ export function createAuditWriter(options: AuditWriterOptions) {
       }
       const refused = admissible(rows.length, false)
       if (refused) return drop(rows.length, refused)
-      enqueue({ rows, durable: false, cancelled: false, attempts: 0, settle: () => undefined })
+      enqueue({ rows, durable: false, cancelled: false, attempts: 0, waiter: undefined })
     },
 
     /** Resolves when everything queued so far has been written or given up. */
@@ -255,7 +276,7 @@ export function createAuditWriter(options: AuditWriterOptions) {
         lane.queue = []
         lane.durable = lane.noted = 0
         for (const g of rest) {
-          if (g.durable) g.settle(auditUnavailable('shutting down'))
+          if (g.durable) settle(g, auditUnavailable('shutting down'))
           else drop(g.rows.length, 'shutting down')
         }
       }
