@@ -15,7 +15,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { call, createCardTokens, createPrivateApp } from './lib/api.js'
 import { startHelper, type HelperProcess } from './lib/helpers.js'
 import { closedLoop, interleave, median, percentileUs, progress, round0, round1, saturate, type BenchRequest } from './lib/measure.js'
-import { DRIVER_CORE, machineInfo, measureCpu, pinSelf, SUT_CORE } from './lib/proc.js'
+import { DRIVER_CORE, localStorePids, machineInfo, measureCpu, measureCpuOf, pinSelf, SUT_CORE } from './lib/proc.js'
 import { figure, machineLine, roundRange, roundsText, type Figure } from './lib/report.js'
 import { createBackend, startTessera, type Backend, type TesseraProcess } from './lib/tessera.js'
 import { writeResult } from './lib/write-result.js'
@@ -46,11 +46,17 @@ export interface ProxyVariantResult {
   rpsRatioToB: number
   /** CPU µs/req over the forwarder's: the cost ratio, beside the throughput ratio. */
   cpuRatioToB: number
+  /**
+   * CPU µs/req of the Postgres and Redis processes on this machine over the same run: the
+   * database work a request causes (the audit log's inserts), which shares the machine's two
+   * cores with Tessera and the driver but is not in `cpuUsPerRequest`. PGlite runs inside Tessera.
+   */
+  storesCpuUsPerRequest: number
   addedP50UsOverB: number
   addedP99UsOverB: number
   errors: number
   /** Each round's figures, in round order (the variants were measured interleaved, one per round each). */
-  rounds: { rps: number[]; cpuUsPerRequest: number[]; p50Us: number[] }
+  rounds: { rps: number[]; cpuUsPerRequest: number[]; storesCpuUsPerRequest: number[]; p50Us: number[] }
 }
 
 export interface ProxyBenchResult {
@@ -72,6 +78,7 @@ interface Variant {
   request: BenchRequest
   rps: number[]
   cpu: number[]
+  stores: number[]
   p50: number[]
   p99: number[]
   errors: number
@@ -93,7 +100,7 @@ export function proxyBody(tokenIds: string[]): string {
 
 function variant(key: string, label: string, url: string, pids: number[], headers: Record<string, string>, body: string): Variant {
   const request: BenchRequest = { method: 'POST', path: new URL(url).pathname, headers: { 'content-type': 'application/json', ...headers }, body }
-  return { key, label, url, pids, request, rps: [], cpu: [], p50: [], p99: [], errors: 0 }
+  return { key, label, url, pids, request, rps: [], cpu: [], stores: [], p50: [], p99: [], errors: 0 }
 }
 
 /** One request through each variant before timing: it must answer 200 and, with tokens, carry the plaintext. */
@@ -135,9 +142,11 @@ async function measure(variants: Variant[], o: Required<Omit<ProxyBenchOptions, 
     // (the transforms of (f), the idle process while (a) and (b) ran) otherwise pays for
     // re-optimizing and re-growing the heap, which made (c) look dearer than (d) (issue 15).
     await closedLoop(new URL(v.url).origin, v.request, { concurrency: o.connections, durationMs: SETTLE_MS })
-    const { result, cpuUs } = await measureCpu(v.pids, () => saturate([v.url], v.request, { connections: o.connections, durationS: o.durationS }))
+    const stores = await measureCpuOf(localStorePids(), () => measureCpu(v.pids, () => saturate([v.url], v.request, { connections: o.connections, durationS: o.durationS })))
+    const { result, cpuUs } = stores.result
     v.rps.push(result.rps)
     v.cpu.push(cpuUs / Math.max(1, result.requests))
+    v.stores.push(stores.cpuUs / Math.max(1, result.requests))
     v.errors += result.errors
     const lat = await closedLoop(new URL(v.url).origin, v.request, { concurrency: 1, requests: o.latencyRequests })
     v.p50.push(percentileUs(lat.samplesNs, 50))
@@ -157,10 +166,11 @@ function summarize(variants: Variant[]): ProxyVariantResult[] {
     p99Us: round1(median(v.p99)),
     rpsRatioToB: Math.round((median(v.rps) / bRps) * 100) / 100,
     cpuRatioToB: Math.round((median(v.cpu) / median(b.cpu)) * 100) / 100,
+    storesCpuUsPerRequest: round1(median(v.stores)),
     addedP50UsOverB: round1(median(v.p50) - bP50),
     addedP99UsOverB: round1(median(v.p99) - bP99),
     errors: v.errors,
-    rounds: { rps: v.rps.map(round0), cpuUsPerRequest: v.cpu.map(round1), p50Us: v.p50.map(round1) },
+    rounds: { rps: v.rps.map(round0), cpuUsPerRequest: v.cpu.map(round1), storesCpuUsPerRequest: v.stores.map(round1), p50Us: v.p50.map(round1) },
   }))
 }
 
@@ -298,6 +308,7 @@ export function proxyTable(result: ProxyBenchResult): Record<string, string | nu
     '× b': v.rpsRatioToB,
     'CPU µs/req': v.cpuUsPerRequest,
     'CPU × b': v.cpuRatioToB,
+    'stores CPU µs/req': v.storesCpuUsPerRequest,
     'p50 µs (c=1)': v.p50Us,
     'p99 µs (c=1)': v.p99Us,
     'p50 over b µs': v.addedP50UsOverB,

@@ -104,7 +104,7 @@ function renderMarkdown(date: string, backend: string, figures: Figure[], proxy?
   ]
   if (proxy) {
     const o = proxy.options
-    parts.push('', '## Proxy (issue 4)', '', `1 KB JSON body; autocannon ${o.connections} connections × ${o.durationS} s per variant per round, ${o.latencyRequests} requests at c=1, ${o.rounds} rounds. CPU µs/req is the process under test: the destination for (a), the forwarder for (b), Tessera and its Reactor runtime child for the rest.`, '', `![proxy chart](./${date}-proxy.svg)`, '', rowsToMarkdown(proxyTable(proxy)), '', `Measured on ${machineLine(proxy.machine)} (at the end of the proxy phase).`)
+    parts.push('', '## Proxy (issue 4)', '', `1 KB JSON body; autocannon ${o.connections} connections × ${o.durationS} s per variant per round, ${o.latencyRequests} requests at c=1, ${o.rounds} rounds. CPU µs/req is the process under test: the destination for (a), the forwarder for (b), Tessera and its Reactor runtime child for the rest; stores CPU µs/req is the Postgres and Redis processes on the machine over the same runs (with PGlite the database is inside Tessera).`, '', `![proxy chart](./${date}-proxy.svg)`, '', rowsToMarkdown(proxyTable(proxy)), '', `Measured on ${machineLine(proxy.machine)} (at the end of the proxy phase).`)
     if (proxy.scaling) parts.push('', `Scaling, variant (c), ${proxy.scaling.connections} connections: 1 process ${proxy.scaling.oneRps} req/s (${proxy.scaling.oneCpuUsPerRequest} CPU µs/req), 2 processes ${proxy.scaling.twoRps} req/s (${proxy.scaling.twoCpuUsPerRequest} CPU µs/req) = ${proxy.scaling.ratio}×.`)
     parts.push('', ...proxy.notes.filter((n) => n !== pinning).map((n) => `- ${n}`))
   }

@@ -104,13 +104,44 @@ export function cpuTimeUs(pid: number): number {
   return (ticks * 1e6) / ticksPerSecond()
 }
 
-/** CPU time of several processes over `fn`, in microseconds. */
-/** CPU of `fn` in the given processes and their descendants (Tessera's Reactor runtime child). */
-export async function measureCpu<T>(pids: number[], fn: () => Promise<T>): Promise<{ result: T; cpuUs: number }> {
-  const all = pids.flatMap(processTree)
-  const before = all.map(cpuTimeUs)
+/** CPU of `fn` in the given processes and their descendants (Tessera's Reactor runtime child), in microseconds. */
+export function measureCpu<T>(pids: number[], fn: () => Promise<T>): Promise<{ result: T; cpuUs: number }> {
+  return measureCpuOf(pids.flatMap(processTree), fn)
+}
+
+/** The Postgres and Redis server processes on this machine (none without /proc). */
+export function localStorePids(): number[] {
+  let pids: string[]
+  try {
+    pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name))
+  } catch {
+    return []
+  }
+  return pids.map(Number).filter((pid) => {
+    try {
+      return STORE_COMMANDS.has(readFileSync(`/proc/${pid}/comm`, 'utf8').trim())
+    } catch {
+      return false
+    }
+  })
+}
+const STORE_COMMANDS = new Set(['postgres', 'redis-server'])
+
+/** CPU of exactly `pids` over `fn`, in microseconds; a process missing at either reading counts nothing. */
+export async function measureCpuOf<T>(pids: number[], fn: () => Promise<T>): Promise<{ result: T; cpuUs: number }> {
+  const read = (pid: number) => {
+    try {
+      return cpuTimeUs(pid)
+    } catch {
+      return undefined
+    }
+  }
+  const before = pids.map(read)
   const result = await fn()
-  const cpuUs = all.reduce((sum, pid, i) => sum + cpuTimeUs(pid) - before[i]!, 0)
+  const cpuUs = pids.reduce((sum, pid, i) => {
+    const [from, to] = [before[i], read(pid)]
+    return from === undefined || to === undefined ? sum : sum + to - from
+  }, 0)
   return { result, cpuUs }
 }
 
