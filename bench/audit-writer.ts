@@ -18,7 +18,7 @@ import type { AuditEvent } from '../src/audit/events.js'
 import { loadConfig } from '../src/config/index.js'
 import { openStore } from '../src/store/index.js'
 import { median, percentileUs, progress, round0, round1 } from './lib/measure.js'
-import { machineInfo } from './lib/proc.js'
+import { localStorePids, machineInfo, measureCpuOf } from './lib/proc.js'
 import { createBackend } from './lib/tessera.js'
 import { writeResult } from './lib/write-result.js'
 
@@ -31,6 +31,8 @@ export interface AuditWriterRow {
   p99_us: number
   /** CPU of this process (writer, sealing, driver) per event written. */
   cpu_us_per_event: number
+  /** CPU of the Postgres (and Redis) processes on this machine per event written; 0 with PGlite, which runs in this process. */
+  stores_cpu_us_per_event: number
 }
 
 const DEFAULT_OUT = resolve(dirname(fileURLToPath(import.meta.url)), 'results/audit-writer-latest.json')
@@ -51,21 +53,23 @@ async function closedLoop(audit: AuditLog, tenants: string[], concurrency: numbe
   const cpu = process.cpuUsage()
   const started = process.hrtime.bigint()
   const deadline = Date.now() + durationMs
-  await Promise.all(
-    Array.from({ length: concurrency }, async (_, worker) => {
-      while (Date.now() < deadline) {
-        const t0 = process.hrtime.bigint()
-        await audit.record(requestEvents(tenants[worker % tenants.length]!))
-        samples.push(Number(process.hrtime.bigint() - t0))
-      }
-    }),
+  const stores = await measureCpuOf(localStorePids(), () =>
+    Promise.all(
+      Array.from({ length: concurrency }, async (_, worker) => {
+        while (Date.now() < deadline) {
+          const t0 = process.hrtime.bigint()
+          await audit.record(requestEvents(tenants[worker % tenants.length]!))
+          samples.push(Number(process.hrtime.bigint() - t0))
+        }
+      }),
+    ),
   )
   const seconds = Number(process.hrtime.bigint() - started) / 1e9
   const used = process.cpuUsage(cpu)
   const after = audit.stats()
   const events = after.written - before.written
   const commits = after.batches - before.batches
-  return { concurrency, events_per_s: round0(events / seconds), commits_per_s: round0(commits / seconds), events_per_commit: round1(events / commits), p50_us: round0(percentileUs(samples, 50)), p99_us: round0(percentileUs(samples, 99)), cpu_us_per_event: round1((used.user + used.system) / events) }
+  return { concurrency, events_per_s: round0(events / seconds), commits_per_s: round0(commits / seconds), events_per_commit: round1(events / commits), p50_us: round0(percentileUs(samples, 50)), p99_us: round0(percentileUs(samples, 99)), cpu_us_per_event: round1((used.user + used.system) / events), stores_cpu_us_per_event: round1(stores.cpuUs / events) }
 }
 
 export async function runAuditWriterBench(options: { databaseUrl?: string; seconds?: number; concurrency?: number[]; tenants?: number; outFile?: string | null } = {}) {
