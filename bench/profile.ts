@@ -5,6 +5,7 @@
  *
  *   npx tsx bench/profile.ts [tokens=0] [seconds=8] [connections=32] [preconfigured=0]
  *   (preconfigured: 1 both transforms, 2 request transform only, 3 response transform only, 4 none)
+ *   BENCH_TESSERA_ENV='{"SVC_AUDIT_ENABLED":"false"}' profiles the same load without the audit log.
  */
 import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs'
@@ -25,7 +26,7 @@ pinSelf()
 const dir = mkdtempSync(path.join(os.tmpdir(), 'tessera-prof-'))
 const destination = await startHelper('destination', DRIVER_CORE)
 const backend = await createBackend(process.env.DATABASE_URL ? 'postgres' : 'pglite', { databaseUrl: process.env.DATABASE_URL, redisUrl: process.env.REDIS_URL })
-const tessera = await startTessera(backend, { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`], env: process.env.PROF_ENV ? JSON.parse(process.env.PROF_ENV) : {} })
+const tessera = await startTessera(backend, { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`] })
 try {
   const app = await createPrivateApp(tessera.url, backend.adminKey)
   const ids = tokens > 0 ? await createCardTokens(tessera.url, app.key, tokens) : []

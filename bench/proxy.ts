@@ -17,7 +17,7 @@ import { startHelper, type HelperProcess } from './lib/helpers.js'
 import { closedLoop, interleave, median, percentileUs, progress, round0, round1, saturate, type BenchRequest } from './lib/measure.js'
 import { DRIVER_CORE, localStorePids, machineInfo, measureCpu, measureCpuOf, pinSelf, SUT_CORE } from './lib/proc.js'
 import { figure, machineLine, roundRange, roundsText, type Figure } from './lib/report.js'
-import { createBackend, startTessera, type Backend, type TesseraProcess } from './lib/tessera.js'
+import { benchTesseraEnv, createBackend, startTessera, type Backend, type TesseraProcess } from './lib/tessera.js'
 import { writeResult } from './lib/write-result.js'
 
 export interface ProxyBenchOptions {
@@ -243,7 +243,7 @@ export async function runProxyBench(options: ProxyBenchOptions = {}): Promise<Pr
   const only = options.only
   const o = { rounds: options.rounds ?? 3, durationS: options.durationS ?? 4, connections: options.connections ?? 32, latencyRequests: options.latencyRequests ?? 1000, warmupS: options.warmupS ?? 2, scaling: options.scaling ?? only === undefined }
   const wanted = (key: string) => key === 'b' || only === undefined || only.includes(key)
-  const notes: string[] = [pinSelf()]
+  const notes: string[] = [pinSelf(), ...(Object.keys(benchTesseraEnv).length ? [`diagnosis, not a result: every Tessera started with BENCH_TESSERA_ENV ${JSON.stringify(benchTesseraEnv)}`] : [])]
   const backend = await createBackend(options.databaseUrl ? 'postgres' : 'pglite', options)
   const started: { stop(): Promise<void> }[] = []
   try {

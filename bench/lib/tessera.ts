@@ -110,11 +110,18 @@ export interface TesseraProcess {
   stop(): Promise<void>
 }
 
+/**
+ * `BENCH_TESSERA_ENV` (a JSON object of strings): settings for every Tessera a bench starts, for
+ * a diagnosis only, e.g. `{"SVC_AUDIT_ENABLED":"false"}` shows the whole table without the audit
+ * log. A variant's own settings still win ((g) keeps the log off). Such a run is not a result.
+ */
+export const benchTesseraEnv: Record<string, string> = process.env.BENCH_TESSERA_ENV ? (JSON.parse(process.env.BENCH_TESSERA_ENV) as Record<string, string>) : {}
+
 /** Starts one Tessera on a free port and waits for `/readyz`. */
 export async function startTessera(backend: Backend, options: { core?: number; env?: Record<string, string>; nodeArgs?: string[] } = {}): Promise<TesseraProcess> {
   await buildTessera()
   const port = await freePort()
-  const child = spawnNode([...SERVE_FLAGS, ...(options.nodeArgs ?? []), MAIN], { core: options.core ?? SUT_CORE, cwd: ROOT, env: { PATH: process.env.PATH, ...backend.env, ...options.env, PORT: String(port), HOST: '127.0.0.1' } })
+  const child = spawnNode([...SERVE_FLAGS, ...(options.nodeArgs ?? []), MAIN], { core: options.core ?? SUT_CORE, cwd: ROOT, env: { PATH: process.env.PATH, ...backend.env, ...benchTesseraEnv, ...options.env, PORT: String(port), HOST: '127.0.0.1' } })
   const output = captureOutput(child)
   const url = `http://127.0.0.1:${port}`
   const deadline = Date.now() + 60_000
