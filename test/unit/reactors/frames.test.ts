@@ -1,5 +1,5 @@
 import t from 'tap'
-import { encodeFrame, FrameReader } from '../../../src/reactors/runtime/shared/frames.js'
+import { encodeFrame, FrameReader, writeCoalesced } from '../../../src/reactors/runtime/shared/frames.js'
 
 const frames: Array<[object, string]> = [
   [{ t: 'invoke', id: 1 }, '{"args":{"hello":"wörld"}}'],
@@ -35,4 +35,19 @@ t.test('a frame announcing more than the bound is refused, split or not', async 
   const reader = new FrameReader(() => undefined, 1000)
   reader.push(big.subarray(0, 4))
   t.throws(() => reader.push(big.subarray(4, 20)), { name: 'FrameError' })
+})
+
+t.test('frames written in one turn of the event loop go out in one write, after its I/O callbacks', async (t) => {
+  const log: string[] = []
+  const stream = { cork: () => void log.push('cork'), uncork: () => void log.push('uncork'), write: (b: Buffer) => (log.push(`write ${b.length}`), true) }
+  const a = encodeFrame({ a: 1 })
+  const b = encodeFrame({ b: 22 })
+  writeCoalesced(stream, a)
+  // A later callback of the same turn (here a tick, like a second socket's data event) joins the same write.
+  process.nextTick(() => writeCoalesced(stream, b))
+  await new Promise((resolve) => setImmediate(resolve))
+  t.same(log, ['cork', `write ${a.length}`, `write ${b.length}`, 'uncork'])
+  writeCoalesced(stream, a)
+  await new Promise((resolve) => setImmediate(resolve))
+  t.same(log.slice(4), ['cork', `write ${a.length}`, 'uncork'], 'the next turn corks again')
 })
