@@ -109,6 +109,8 @@ export function measureCpu<T>(pids: number[], fn: () => Promise<T>): Promise<{ r
   return measureCpuOf(pids.flatMap(processTree), fn)
 }
 
+const STORE_COMMANDS = new Set(['postgres', 'redis-server'])
+
 /** The Postgres and Redis server processes on this machine (none without /proc). */
 export function localStorePids(): number[] {
   let pids: string[]
@@ -125,8 +127,6 @@ export function localStorePids(): number[] {
     }
   })
 }
-const STORE_COMMANDS = new Set(['postgres', 'redis-server'])
-
 /** CPU of exactly `pids` over `fn`, in microseconds; a process missing at either reading counts nothing. */
 export async function measureCpuOf<T>(pids: number[], fn: () => Promise<T>): Promise<{ result: T; cpuUs: number }> {
   const read = (pid: number) => {

@@ -115,7 +115,21 @@ export interface TesseraProcess {
  * a diagnosis only, e.g. `{"SVC_AUDIT_ENABLED":"false"}` shows the whole table without the audit
  * log. A variant's own settings still win ((g) keeps the log off). Such a run is not a result.
  */
-export const benchTesseraEnv: Record<string, string> = process.env.BENCH_TESSERA_ENV ? (JSON.parse(process.env.BENCH_TESSERA_ENV) as Record<string, string>) : {}
+export const benchTesseraEnv: Record<string, string> = parseBenchEnv(process.env.BENCH_TESSERA_ENV)
+
+function parseBenchEnv(text: string | undefined): Record<string, string> {
+  if (!text) return {}
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    value = undefined
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || !Object.values(value).every((v) => typeof v === 'string')) {
+    throw new Error(`BENCH_TESSERA_ENV must be a JSON object of strings, e.g. '{"SVC_AUDIT_ENABLED":"false"}'`)
+  }
+  return value as Record<string, string>
+}
 
 /** Starts one Tessera on a free port and waits for `/readyz`. */
 export async function startTessera(backend: Backend, options: { core?: number; env?: Record<string, string>; nodeArgs?: string[] } = {}): Promise<TesseraProcess> {

@@ -35,9 +35,9 @@ const corked = new WeakSet<CorkableStream>()
  * Writes a frame, coalescing every frame written to the same stream in this turn of the event
  * loop into one write: cork, and uncork in the turn's check phase (`setImmediate`), after all
  * the I/O callbacks the turn runs. Under load many invocations, answers and bridge calls then
- * share one system call and, more important, one wake-up of the other process, which on a
- * shared core is a context switch each. Uncorking on the next tick instead (after each I/O
- * callback) flushed once per request: with a request transform at 32 connections, Tessera and
+ * share one system call and one wake-up of the other process (on a shared core, a switch
+ * between the two). Uncorking on the next tick instead coalesced only the frames of one I/O
+ * callback: with a request transform at 32 connections, Tessera and
  * its runtime on one core, 1,622–1,707 req/s at 578–614 CPU µs per request against
  * 2,182–2,267 at 435–452 this way (three alternated pairs, see bench/DIAGNOSIS.md).
  */
