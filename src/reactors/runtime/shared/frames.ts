@@ -37,9 +37,9 @@ const corked = new WeakSet<CorkableStream>()
  * the I/O callbacks the turn runs. Under load many invocations, answers and bridge calls then
  * share one system call and one wake-up of the other process (on a shared core, a switch
  * between the two). Uncorking on the next tick instead coalesced only the frames of one I/O
- * callback: with a request transform at 32 connections, Tessera and
- * its runtime on one core, 1,622–1,707 req/s at 578–614 CPU µs per request against
- * 2,182–2,267 at 435–452 this way (three alternated pairs, see bench/DIAGNOSIS.md).
+ * callback: with a request transform at 32 connections, Tessera and its runtime on one core,
+ * 1,622–1,707 req/s at 578–614 CPU µs per request against 2,182–2,267 at 435–452 this way
+ * (three alternated pairs, see bench/DIAGNOSIS.md).
  */
 export function writeCoalesced(stream: CorkableStream, frame: Buffer): void {
   if (!corked.has(stream)) {
