@@ -1,8 +1,9 @@
 /**
  * The proxy's cost (issue 4), on loopback with a 1 KB JSON body, every variant in one run:
- * (a) direct to the destination, (b) the cheapest correct forwarder (the baseline, bench/lib/forwarder.ts), (c) Tessera
+ * (a) direct to the destination, (b) the cheapest correct forwarder (the baseline, bench/lib/forwarder.ts),
+ * (k) the same forwarder on Koa, Tessera's HTTP stack (bench/lib/koa-forwarder.ts: the stack's share), (c) Tessera
  * `/proxy` without tokens, (d) with 1 token, (e) with 10 tokens, (f) a pre-configured proxy
- * with trivial transforms when `POST /proxies` exists (issue 6). Tessera and the forwarder run
+ * with trivial transforms when `POST /proxies` exists (issue 6). Tessera and the forwarders run
  * pinned to core 0; autocannon, the latency client and the destination on core 1. Plus the
  * scaling figure (issue 8): variant (c) on one and on two Tessera processes sharing the stores.
  * The audit log's cost (issue 16): (g) is (d) on a second Tessera with SVC_AUDIT_ENABLED=false
@@ -213,7 +214,8 @@ function figures(result: ProxyBenchResult): Figure[] {
     const v = by(k)
     if (v) out.push(figure({ bench: 'proxy', name, unit: 'µs', tessera: v.p50Us, baseline: b.p50Us, baselineName: 'b', added: v.addedP50UsOverB, range: roundRange(v.rounds.p50Us, b.rounds.p50Us, (x, y) => x - y, 0), ...cpu(v), target: `≤ +${maxAdded} µs`, pass: v.addedP50UsOverB <= maxAdded }))
   }
-  // Issue 15's targets.
+  // Issue 15's targets, and (k): what Koa alone costs over (b), no target.
+  rps('k', '(k) the forwarder on Koa, throughput')
   rps('c', '(c) no tokens, throughput', 0.45)
   rps('d', '(d) 1 token, throughput')
   rps('e', '(e) 10 tokens, throughput', 0.35)
@@ -252,6 +254,8 @@ export async function runProxyBench(options: ProxyBenchOptions = {}): Promise<Pr
     started.push(dest)
     const fwd = await startHelper('forwarder', SUT_CORE)
     started.push(fwd)
+    const koa = await startHelper('koa-forwarder', SUT_CORE)
+    started.push(koa)
     const t = await startTessera(backend)
     started.push(t)
     const app = await createPrivateApp(t.url, backend.adminKey)
@@ -261,11 +265,13 @@ export async function runProxyBench(options: ProxyBenchOptions = {}): Promise<Pr
     const variants = [
       variant('a', 'direct to destination', `${dest.url}/proxy`, [dest.pid], {}, proxyBody([])),
       variant('b', 'minimal undici forwarder', `${fwd.url}/proxy`, [fwd.pid], proxyHeaders, proxyBody([])),
+      variant('k', 'the same forwarder on Koa', `${koa.url}/proxy`, [koa.pid], proxyHeaders, proxyBody([])),
       variant('c', 'Tessera /proxy, no tokens', `${t.url}/proxy`, [t.pid], proxyHeaders, proxyBody([])),
       variant('d', 'Tessera /proxy, 1 token', `${t.url}/proxy`, [t.pid], proxyHeaders, proxyBody(ids.slice(0, 1))),
       variant('e', 'Tessera /proxy, 10 tokens', `${t.url}/proxy`, [t.pid], proxyHeaders, proxyBody(ids)),
     ]
-    for (const [i, v] of variants.entries()) await check(v, plainBytes(i < 3 ? 0 : i === 3 ? 1 : 10))
+    const tokensOf: Record<string, number> = { d: 1, e: 10 }
+    for (const v of variants) await check(v, plainBytes(tokensOf[v.key] ?? 0))
     const f = wanted('f') ? await preconfigured(t, backend, app, dest.url, proxyBody([]), notes) : undefined
     if (f) variants.push(f)
     if (wanted('g') && backend.name === 'pglite') notes.push('(g) audit log off skipped: it needs a second process on the same database (Postgres)')
@@ -289,7 +295,7 @@ export async function runProxyBench(options: ProxyBenchOptions = {}): Promise<Pr
     }
     if (result.variants.some((v) => v.errors)) notes.push('some requests failed during saturation: see `errors`')
     if (o.scaling) {
-      result.scaling = await scaling(t, backend, variants[2]!.request, o)
+      result.scaling = await scaling(t, backend, variants.find((v) => v.key === 'c')!.request, o)
       notes.push('scaling: the second process runs on core 1 beside autocannon and the destination; on 2 cores this is a lower bound')
     }
     result.figures = figures(result)

@@ -14,7 +14,7 @@ export interface HelperProcess {
 }
 
 /** `node --import tsx bench/lib/<name>.ts`, pinned to `core` when given. */
-export async function startHelper(name: 'destination' | 'forwarder', core?: number): Promise<HelperProcess> {
+export async function startHelper(name: 'destination' | 'forwarder' | 'koa-forwarder', core?: number): Promise<HelperProcess> {
   const child: ChildProcess = spawnNode(['--import', 'tsx', path.join(HERE, `${name}.ts`)], { core, cwd: ROOT })
   const output = captureOutput(child)
   const port = await new Promise<number>((resolve, reject) => {

@@ -25,7 +25,7 @@ const TOP = 58
 const LABEL_W = 230
 const PANEL_W = 230
 const GAP = 30
-const COLORS: Record<string, string> = { a: '#9aa5b1', b: '#52606d', f: '#8e6ac8' }
+const COLORS: Record<string, string> = { a: '#9aa5b1', b: '#52606d', k: '#7b8794', f: '#8e6ac8' }
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
 const fmtInt = (n: number) => Math.round(n).toLocaleString('en-US')
