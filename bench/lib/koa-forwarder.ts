@@ -6,14 +6,14 @@
  * Run as its own process, pinned like Tessera. Prints `{"port":N}` once listening.
  */
 import Koa from 'koa'
-import { announce, forwardedHeaders, HOP, readAll, target } from './forward-target.js'
+import { announce, forwardedHeaders, HOP, readAll, target, type Target } from './forward-target.js'
 
 const read = (stream: NodeJS.ReadableStream) => new Promise<Buffer>((resolve, reject) => readAll(stream, resolve, reject))
 
 const app = new Koa()
 app.use(async (ctx) => {
   const body = await read(ctx.req)
-  let to
+  let to: Target
   try {
     to = target(ctx.get('svc-proxy-url'))
   } catch {
