@@ -5,7 +5,7 @@
  */
 import { Pool } from 'undici'
 
-export const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'host', 'content-length'])
+const HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'host', 'content-length'])
 
 export interface Target {
   pool: Pool
@@ -28,6 +28,11 @@ export function target(header: string): Target {
   return t
 }
 
+/** Where a request to `/proxy<rest>` goes on the target. */
+export function targetPath(to: Target, url: string): string {
+  return to.base + url.slice('/proxy'.length) || '/'
+}
+
 /** The request's headers without hop-by-hop and `SVC-*` ones. */
 export function forwardedHeaders(rawHeaders: string[]): Record<string, string> {
   const headers: Record<string, string> = {}
@@ -36,6 +41,16 @@ export function forwardedHeaders(rawHeaders: string[]): Record<string, string> {
     if (!HOP.has(name) && !name.startsWith('svc-')) headers[name] = rawHeaders[i + 1]!
   }
   return headers
+}
+
+/** The destination's answer headers without hop-by-hop ones (so without its content-length). */
+export function answerHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {}
+  for (const name in headers) {
+    const value = headers[name]
+    if (value !== undefined && !HOP.has(name)) out[name] = value
+  }
+  return out
 }
 
 export function readAll(stream: NodeJS.ReadableStream, done: (body: Buffer) => void, fail: (err: Error) => void): void {

@@ -7,7 +7,7 @@
  * streamed. Run as its own process, pinned like Tessera. Prints `{"port":N}` once listening.
  */
 import http from 'node:http'
-import { announce, forwardedHeaders, HOP, readAll, target, type Target } from './forward-target.js'
+import { announce, answerHeaders, forwardedHeaders, readAll, target, targetPath, type Target } from './forward-target.js'
 
 const server = http.createServer((req, res) => {
   const fail = () => {
@@ -21,14 +21,9 @@ const server = http.createServer((req, res) => {
     } catch {
       return fail()
     }
-    const path = to.base + (req.url ?? '').slice('/proxy'.length) || '/'
-    to.pool.request({ method: req.method as 'POST', path, headers: forwardedHeaders(req.rawHeaders), body: body.length ? body : null }).then((answer) => {
+    to.pool.request({ method: req.method as 'POST', path: targetPath(to, req.url ?? ''), headers: forwardedHeaders(req.rawHeaders), body: body.length ? body : null }).then((answer) => {
       readAll(answer.body, (payload) => {
-        const out: Record<string, string | string[] | number> = {}
-        for (const name in answer.headers) {
-          const value = answer.headers[name]
-          if (value !== undefined && !HOP.has(name)) out[name] = value
-        }
+        const out: Record<string, string | string[] | number> = answerHeaders(answer.headers)
         out['content-length'] = payload.length
         res.writeHead(answer.statusCode, out)
         res.end(payload)

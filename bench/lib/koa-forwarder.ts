@@ -6,7 +6,7 @@
  * Run as its own process, pinned like Tessera. Prints `{"port":N}` once listening.
  */
 import Koa from 'koa'
-import { announce, forwardedHeaders, HOP, readAll, target, type Target } from './forward-target.js'
+import { announce, answerHeaders, forwardedHeaders, readAll, target, targetPath, type Target } from './forward-target.js'
 
 const read = (stream: NodeJS.ReadableStream) => new Promise<Buffer>((resolve, reject) => readAll(stream, resolve, reject))
 
@@ -20,14 +20,10 @@ app.use(async (ctx) => {
     ctx.status = 502
     return
   }
-  const path = to.base + ctx.url.slice('/proxy'.length) || '/'
-  const answer = await to.pool.request({ method: ctx.method as 'POST', path, headers: forwardedHeaders(ctx.req.rawHeaders), body: body.length ? body : null })
+  const answer = await to.pool.request({ method: ctx.method as 'POST', path: targetPath(to, ctx.url), headers: forwardedHeaders(ctx.req.rawHeaders), body: body.length ? body : null })
   const payload = await read(answer.body)
   ctx.status = answer.statusCode
-  for (const name in answer.headers) {
-    const value = answer.headers[name]
-    if (value !== undefined && !HOP.has(name)) ctx.set(name, value)
-  }
+  ctx.set(answerHeaders(answer.headers))
   // A Buffer body: Koa sends it with its content-length.
   ctx.body = payload
 })
