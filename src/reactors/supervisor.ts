@@ -33,6 +33,8 @@ export interface ReactorStats {
   coldStarts: number
   warmStarts: number
   restarts: number
+  /** Calls that ran synchronously past the budget and started again (child/invocation.ts). */
+  syncOverruns: number
 }
 
 /** Invocations by outcome: ok (an answer), error, timeout, rejected (no slot in time, or shutting down). */
@@ -78,7 +80,7 @@ export class ReactorSupervisor {
   private readonly bridges: HostBridges
   private readonly now: () => number
   private readonly admission: Admission
-  private readonly counters: ReactorStats = { coldStarts: 0, warmStarts: 0, restarts: 0 }
+  private readonly counters: ReactorStats = { coldStarts: 0, warmStarts: 0, restarts: 0, syncOverruns: 0 }
   private readonly outcomes: ReactorOutcomeCounts = { ok: 0, error: 0, timeout: 0, rejected: 0 }
   private readonly sweeper: NodeJS.Timeout
   /** The child process calls go to (from its spawn on; `ready` says when it can take them). */
@@ -137,8 +139,9 @@ export class ReactorSupervisor {
     try {
       const ms = timeoutMs - (Date.now() - queuedAt)
       const { connection } = await this.ensureRuntime()
-      const { start, outcome } = await connection.run(req, input, ms)
+      const { start, overran, outcome } = await connection.run(req, input, ms)
       this.count(req, start)
+      if (overran) this.counters.syncOverruns++
       return toOutcome(outcome)
     } finally {
       release()

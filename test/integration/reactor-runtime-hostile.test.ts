@@ -73,7 +73,7 @@ t.test('invocation payload over the limit: 413 before any isolate is touched', a
   const err = await rt.fail(ECHO, 'x'.repeat(1024))
   t.equal(err.code, 'payload_too_large')
   t.equal(err.status, 413)
-  t.same(rt.sup.stats(), { coldStarts: 0, warmStarts: 0, restarts: 0 })
+  t.same(rt.sup.stats(), { coldStarts: 0, warmStarts: 0, restarts: 0, syncOverruns: 0 })
 })
 
 t.test('escape probes see no host object', async (t) => {

@@ -14,6 +14,10 @@ export interface IsolateSlot {
   busy: boolean
   /** Calls since the last heap check (see release). */
   sinceHeapCheck: number
+  /** Its calls start synchronously on the worker thread (see invocation.ts): after its first call... */
+  runsSync: boolean
+  /** ...until one ran synchronously past SYNC_BUDGET_MS: never again on this isolate. */
+  overran: boolean
 }
 
 /** What a cold start needs: the code, and which version it is (to remember `contained`). */
@@ -131,7 +135,7 @@ export class IsolateCache {
         module.runSync(sandbox.context)
         sandbox.evaluated = true
       }
-      return { id, isolate, module, context: sandbox, keep, busy: true, sinceHeapCheck: HEAP_CHECK_EVERY - 1 }
+      return { id, isolate, module, context: sandbox, keep, busy: true, sinceHeapCheck: HEAP_CHECK_EVERY - 1, runsSync: false, overran: false }
     } catch (err) {
       discardBlank(blank)
       throw err

@@ -66,6 +66,8 @@ export class BridgeRelay {
   private entry: FnRef | undefined
   private link: BridgeLink | undefined
   private calls = 0
+  /** The run of the Reactor that may call now (see `nextRun`). */
+  private run = 0
 
   constructor(private readonly maxBytes: number) {}
 
@@ -78,6 +80,17 @@ export class BridgeRelay {
     this.link = link
     this.calls = 0
     link.listen((callId, ok, json) => this.answer(callId, ok, json))
+  }
+
+  /**
+   * Numbers a new run of the Reactor (the prelude tags its bridge calls with it): from now on
+   * only its calls go out, with the budget afresh. Calls of an earlier run still arriving (the
+   * bridge callback reaches this thread asynchronously) are dropped, unanswered: that run was
+   * stopped and started again (see invocation.ts), so nothing it asked for may happen.
+   */
+  nextRun(): number {
+    this.calls = 0
+    return ++this.run
   }
 
   /** The call ended: answers still owed to it are never delivered, later calls of its code are refused. */
@@ -93,8 +106,8 @@ export class BridgeRelay {
   }
 
   /** Arguments come straight from Reactor code: anything may arrive here. */
-  readonly onCall = (op: unknown, json: unknown, callId: unknown): void => {
-    if (typeof callId !== 'number') return
+  readonly onCall = (op: unknown, json: unknown, callId: unknown, run: unknown): void => {
+    if (typeof callId !== 'number' || run !== this.run) return
     if (!isBridgeOp(op) || typeof json !== 'string') return this.answer(callId, false, 'Unknown service call.')
     if (++this.calls > MAX_BRIDGE_CALLS) return this.answer(callId, false, `A Reactor may make at most ${MAX_BRIDGE_CALLS} service calls per invocation.`)
     if (Buffer.byteLength(json) > this.maxBytes) return this.answer(callId, false, `The argument of ${op} is larger than the ${this.maxBytes}-byte limit.`)

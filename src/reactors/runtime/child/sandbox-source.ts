@@ -2,10 +2,11 @@
  * JavaScript that runs INSIDE each isolate's one context, before the Reactor's code.
  *
  * It defines the Reactor globals (error classes, `fetch`, a silent `console`), then hardens the
- * realm (see `lockdown` below) and returns one function to the host: `('run', input, maxChars)`
- * or `('deliver', callId, ok, text)`. The only host object it sees is the bridge callback, an
- * `ivm.Callback` in "ignored" mode: inside the isolate it is a plain function that posts
- * (op, json, callId) and returns undefined. The prelude removes it from the global object
+ * realm (see `lockdown` below) and returns one function to the host: `('run', input, maxChars,
+ * runNumber)` (or the same in steps: `('start', input, maxChars, runNumber)`, `('take')`,
+ * `('wait')`) or `('deliver', callId, ok, text)`. The only host object it sees is the bridge
+ * callback, an `ivm.Callback` in "ignored" mode: inside the isolate it is a plain function that
+ * posts (op, json, callId, runNumber) and returns undefined. The prelude removes it from the global object
  * and keeps it in its closure, so Reactor code can never reach it. Answers come back through
  * `deliver`, called by the host with copied strings; no ivm Reference is ever handed to
  * Reactor code.
@@ -78,6 +79,9 @@ export const PRELUDE_SOURCE = String.raw`
 
   const pending = new MapCtor();
   let nextCall = 0;
+  // The host numbers each run of the Reactor; its bridge calls carry the number, so the host can
+  // tell the calls of a run it stopped (see the host's invocation.ts) from those of the next.
+  let runNumber = 0;
   function call(op, payload) {
     let json;
     try { json = stringify(payload === undefined ? null : payload); }
@@ -85,7 +89,7 @@ export const PRELUDE_SOURCE = String.raw`
     return new PromiseCtor(function (resolve, reject) {
       const id = ++nextCall;
       pending.set(id, { resolve: resolve, reject: reject });
-      bridge(op, json, id);
+      bridge(op, json, id, runNumber);
     });
   }
   function deliver(id, ok, text) {
@@ -264,9 +268,10 @@ export const PRELUDE_SOURCE = String.raw`
     return [m, v];
   }
 
-  async function run(input, maxChars) {
+  async function run(input, maxChars, number) {
     // Answers still owed to an earlier call are never delivered (its link is closed); forget them.
     pending.clear();
+    runNumber = number;
     let meta, value;
     try {
       if (typeof factory !== 'function') throw new TypeError('The Reactor module did not load');
@@ -284,10 +289,36 @@ export const PRELUDE_SOURCE = String.raw`
     return encode(meta, value, maxChars);
   }
 
-  // The host's one handle on this context: run the Reactor (once per call), or deliver a bridge answer.
+  // A call the host runs synchronously (see invocation.ts): 'start' runs it up to its first
+  // wait on something outside the isolate (a bridge call), and the host's synchronous call
+  // returns only after the microtasks ran, so 'take' then has the result of a call that needed
+  // nothing from outside; otherwise the host asks to 'wait' for it. Only the latest call is held.
+  let started, startedResult;
+  function start(input, maxChars, number) {
+    startedResult = undefined;
+    const p = started = run(input, maxChars, number);
+    p.then(function (r) { if (started === p) startedResult = r; });
+  }
+  function take() {
+    const r = startedResult;
+    if (r === undefined) return null;
+    started = startedResult = undefined;
+    return r;
+  }
+  function wait() {
+    const p = started;
+    started = undefined;
+    return p;
+  }
+
+  // The host's one handle on this context: run the Reactor (once per call), or deliver a bridge
+  // answer; or start it (synchronously), take its result if it has one, or wait for it.
   return function (op, a, b, c) {
     if (op === 'deliver') return deliver(a, b, c);
-    return run(a, b);
+    if (op === 'start') return start(a, b, c);
+    if (op === 'take') return take();
+    if (op === 'wait') return wait();
+    return run(a, b, c);
   };
 })(globalThis, (function () {
   const b = globalThis.${BRIDGE_GLOBAL};

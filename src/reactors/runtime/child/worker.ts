@@ -78,16 +78,19 @@ async function invoke(request: Extract<LaneRequest, { t: 'invoke' }>, input: str
     return done(id, false, { kind: 'error', code: 'reactor_error', detail: `The Reactor code does not compile: ${describeCompileError(err, request.fresh?.code ?? '')}` })
   }
   if (slot === undefined) return done(id, false, { kind: 'error', code: 'reactor_error', detail: 'The Reactor runtime lost the isolate of this call.' })
+  const overranBefore = slot.overran
   const outcome = await runInvocation(slot, input, request.ms, linkFor(id), limits).catch(
     (): WireOutcome => ({ kind: 'error', code: 'reactor_error', detail: 'The Reactor runtime failed during the call.' }),
   )
   // Released before answering: the answer says whether the isolate stays warm.
-  done(id, cache.release(slot), outcome)
+  done(id, cache.release(slot), outcome, slot.overran && !overranBefore)
 }
 
-function done(id: number, kept: boolean, outcome: WireOutcome): void {
+function done(id: number, kept: boolean, outcome: WireOutcome, overran = false): void {
   const [head, body] = splitOutcome(outcome)
-  send({ t: 'done', id, kept, outcome: head }, body)
+  const reply: LaneReply = { t: 'done', id, kept, outcome: head }
+  if (overran) reply.overran = true
+  send(reply, body)
 }
 
 send({ t: 'ready' })

@@ -27,11 +27,13 @@ export interface RunRequest {
 
 export interface RunResult {
   start: StartKind
+  /** The call ran synchronously past the budget and started again (see child/invocation.ts). */
+  overran: boolean
   outcome: WireOutcome
 }
 
 /** A `done` or `compiled` reply, the run's value joined back into its outcome. */
-type Settled = { t: 'done'; id: number; kept: boolean; outcome: WireOutcome } | Extract<LaneReply, { t: 'compiled' }>
+type Settled = { t: 'done'; id: number; kept: boolean; overran: boolean; outcome: WireOutcome } | Extract<LaneReply, { t: 'compiled' }>
 
 interface Pending {
   lane: number
@@ -83,7 +85,7 @@ export class RuntimeConnection {
         const retired = this.opts.pool.checkin(slot, reply.t === 'done' && reply.kept)
         if (retired !== undefined) this.drop([retired])
         if (reply.t !== 'done') return reject(new AppError('reactor_error', { detail: 'The Reactor runtime answered out of turn.' }))
-        resolve({ start: fresh ? 'cold' : 'warm', outcome: reply.outcome })
+        resolve({ start: fresh ? 'cold' : 'warm', overran: reply.overran, outcome: reply.outcome })
       }
       this.track(id, slot.lane, ms, req, settle, reject)
       this.write(slot.lane, frame, input)
@@ -156,7 +158,7 @@ export class RuntimeConnection {
     if (p === undefined || p.lane !== lane) return
     this.pending.delete(reply.id)
     clearTimeout(p.timer)
-    p.resolve(reply.t === 'done' ? { t: 'done', id: reply.id, kept: reply.kept, outcome: joinOutcome(reply.outcome, body) } : reply)
+    p.resolve(reply.t === 'done' ? { t: 'done', id: reply.id, kept: reply.kept, overran: reply.overran === true, outcome: joinOutcome(reply.outcome, body) } : reply)
   }
 
   private onBridge(lane: number, call: Extract<LaneReply, { t: 'bridge' }>, json: string): void {

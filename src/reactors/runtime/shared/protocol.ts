@@ -73,8 +73,11 @@ export type LaneRequest =
 export type LaneReply =
   /** The worker has loaded isolated-vm and its prelude: the lane is open for calls. */
   | { t: 'ready' }
-  /** [value JSON] The call ended; `kept`: the isolate is still alive and warm. */
-  | { t: 'done'; id: number; kept: boolean; outcome: OutcomeHead }
+  /**
+   * [value JSON] The call ended; `kept`: the isolate is still alive and warm; `overran`: it ran
+   * synchronously past the budget and started again (see child/invocation.ts).
+   */
+  | { t: 'done'; id: number; kept: boolean; overran?: true; outcome: OutcomeHead }
   | { t: 'compiled'; id: number; error: string | undefined }
   /** [argument JSON] A Reactor asked the host for a service during invocation `id`. */
   | { t: 'bridge'; id: number; callId: number; op: BridgeOp }
