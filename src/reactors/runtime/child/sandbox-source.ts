@@ -6,10 +6,10 @@
  * runNumber)` (or the same in steps: `('start', input, maxChars, runNumber)`, `('take')`,
  * `('wait')`) or `('deliver', callId, ok, text)`. The only host object it sees is the bridge
  * callback, an `ivm.Callback` in "ignored" mode: inside the isolate it is a plain function that
- * posts (op, json, callId, runNumber) and returns undefined. The prelude removes it from the global object
- * and keeps it in its closure, so Reactor code can never reach it. Answers come back through
- * `deliver`, called by the host with copied strings; no ivm Reference is ever handed to
- * Reactor code.
+ * posts (op, json, callId, runNumber) and returns undefined. The prelude removes it from the
+ * global object and keeps it in its closure, so Reactor code can never reach it. Answers come
+ * back through `deliver`, called by the host with copied strings; no ivm Reference is ever
+ * handed to Reactor code.
  *
  * The context serves every call of its isolate (one Reactor version), one at a time, so that a
  * warm call costs no new V8 context. Calls share nothing they could write to: each call
