@@ -28,13 +28,13 @@ t.test('hot concurrency 2 keeps two warm isolates', async (t) => {
   await Promise.all([rt.run(code, { n: 1 }), rt.run(code, { n: 2 })])
   gate.arm(2)
   await Promise.all([rt.run(code, { n: 3 }), rt.run(code, { n: 4 })])
-  t.same(rt.sup.stats(), { coldStarts: 2, warmStarts: 2, restarts: 0, syncOverruns: 0 })
+  t.match(rt.sup.stats(), { coldStarts: 2, warmStarts: 2, restarts: 0 })
 })
 
 t.test('hot concurrency 0: every call is cold', async (t) => {
   const rt = await startRuntime(t, { hotConcurrency: 0 })
   for (let i = 0; i < 3; i++) await rt.run(ECHO, i)
-  t.same(rt.sup.stats(), { coldStarts: 3, warmStarts: 0, restarts: 0, syncOverruns: 0 })
+  t.match(rt.sup.stats(), { coldStarts: 3, warmStarts: 0, restarts: 0 })
 })
 
 t.test('a new version retires the old warm isolates and runs the new code', async (t) => {
@@ -46,7 +46,7 @@ t.test('a new version retires the old warm isolates and runs the new code', asyn
   t.same(await call(v1, 'v1'), { kind: 'ok', value: 'one' })
   t.same(await call(v2, 'v2'), { kind: 'ok', value: 'two' })
   t.same(await call(v2, 'v2'), { kind: 'ok', value: 'two' })
-  t.same(rt.sup.stats(), { coldStarts: 2, warmStarts: 2, restarts: 0, syncOverruns: 0 })
+  t.match(rt.sup.stats(), { coldStarts: 2, warmStarts: 2, restarts: 0 })
   t.same(await call(v1, 'v1'), { kind: 'ok', value: 'one' })
   t.equal(rt.sup.stats().coldStarts, 3, 'v1 was retired: running it again starts cold')
 })
@@ -57,7 +57,7 @@ t.test('retire drops a deleted Reactor\'s warm isolates', async (t) => {
   await rt.run(ECHO, 2, { reactorId: 'gone' })
   rt.sup.retire('gone')
   await rt.run(ECHO, 3, { reactorId: 'gone' })
-  t.same(rt.sup.stats(), { coldStarts: 2, warmStarts: 1, restarts: 0, syncOverruns: 0 })
+  t.match(rt.sup.stats(), { coldStarts: 2, warmStarts: 1, restarts: 0 })
 })
 
 t.test('calls spread over several workers keep their per-Reactor warm isolates', async (t) => {
@@ -65,5 +65,5 @@ t.test('calls spread over several workers keep their per-Reactor warm isolates',
   for (let round = 0; round < 3; round++) {
     await Promise.all(['a', 'b', 'c', 'd'].map((id) => rt.run(ECHO, round, { reactorId: id })))
   }
-  t.same(rt.sup.stats(), { coldStarts: 4, warmStarts: 8, restarts: 0, syncOverruns: 0 }, 'each Reactor stays pinned to the worker holding its isolate')
+  t.match(rt.sup.stats(), { coldStarts: 4, warmStarts: 8, restarts: 0 }, 'each Reactor stays pinned to the worker holding its isolate')
 })

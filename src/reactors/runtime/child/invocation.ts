@@ -15,6 +15,10 @@ export interface RunLimits {
  * other call of its lane meanwhile.
  */
 export const SYNC_BUDGET_MS = 10
+/** A stopped run that used this much CPU (half the budget) was busy, not kept off the core. */
+const BUSY_NS = BigInt(SYNC_BUDGET_MS * 500_000)
+/** Stopped runs in a row after which an isolate runs asynchronously for good, busy or not. */
+const STOPS_IN_A_ROW = 2
 
 /**
  * Runs one call in the context of `slot` (see sandbox-context.ts) and settles within `ms` at
@@ -37,8 +41,8 @@ export async function runInvocation(slot: IsolateSlot, input: string, ms: number
     sandbox.relay.connect(link)
     const result = await callRun(slot, sandbox, input, ms, limits)
     // An isolate's first call runs asynchronously; once one has ended, the next ones start
-    // synchronously until one of them overruns.
-    slot.runsSync = !slot.overran
+    // synchronously unless the isolate was judged too slow for that.
+    slot.runsSync = !slot.tooSlowForSync
     return decodeRun(result, limits.payloadMaxBytes)
   } catch (err) {
     if (timedOut) return timeout(limits)
@@ -58,35 +62,40 @@ async function callRun(slot: IsolateSlot, sandbox: SandboxContext, input: string
   }
   if (slot.runsSync && ms > SYNC_BUDGET_MS) {
     const ran = runSync(slot, sandbox, input, limits)
-    if (ran !== OVERRAN) return ran
+    if (ran !== STOPPED) return ran
   }
   return sandbox.entry.apply(undefined, ['run', input, limits.payloadMaxBytes, sandbox.relay.nextRun()], { result: { promise: true, copy: true } })
 }
 
-const OVERRAN = Symbol('overran')
+const STOPPED = Symbol('stopped')
 
 /**
  * The call on the worker thread itself, for an isolate that has ended a call before. An
  * asynchronous call hands the isolate to one of isolated-vm's threads and the result back: two
  * thread hand-offs, which cost the pre-configured proxy's trivial transforms more CPU than the
  * transforms themselves on a core the API process shares. Here the call runs until it waits on
- * a bridge call or ends (its microtasks run before `applySync` returns), for SYNC_BUDGET_MS at
- * most. Past that V8 stops it and drops its queued microtasks, the bridge calls it made are
- * dropped before they are posted (the relay numbers runs), and the call starts again from the
- * beginning the asynchronous way,
- * under the same deadline. Nothing it did is seen (its module scope was its own, the realm is
- * frozen), its lane waited SYNC_BUDGET_MS once, and the isolate never runs synchronously again.
- * Returns the result, a promise of it when the call waits on a bridge, or OVERRAN.
+ * a bridge call or ends (its microtasks run before `applySync` returns), for SYNC_BUDGET_MS of
+ * wall time at most. Past that V8 stops it and drops its queued microtasks, the bridge calls it
+ * made are dropped before they are posted (the relay numbers runs), and the call starts again
+ * from the beginning the asynchronous way, under the same deadline. Nothing of the stopped run
+ * is seen: its module scope was its own and the realm is frozen. Its lane waited the budget.
+ * The isolate never runs synchronously again if the stopped run was busy (used half the budget
+ * in CPU) or if it is the second stopped in a row; a run the scheduler merely kept off a
+ * contended core does not cost a quick Reactor its synchronous runs.
+ * Returns the result, a promise of it when the call waits on a bridge, or STOPPED.
  */
 function runSync(slot: IsolateSlot, sandbox: SandboxContext, input: string, limits: RunLimits): unknown {
+  const cpuBefore = slot.isolate.cpuTime
   try {
     sandbox.entry.applySync(undefined, ['start', input, limits.payloadMaxBytes, sandbox.relay.nextRun()], { timeout: SYNC_BUDGET_MS })
   } catch (err) {
     if (slot.isolate.isDisposed || !(err instanceof Error) || !/timed out/i.test(err.message)) throw err
-    slot.overran = true
+    slot.syncStops += 1
+    if (++slot.syncStopsInARow >= STOPS_IN_A_ROW || slot.isolate.cpuTime - cpuBefore >= BUSY_NS) slot.tooSlowForSync = true
     slot.runsSync = false
-    return OVERRAN
+    return STOPPED
   }
+  slot.syncStopsInARow = 0
   const result = sandbox.entry.applySync(undefined, ['take'], { timeout: SYNC_BUDGET_MS, result: { copy: true } })
   if (result !== null) return result
   return sandbox.entry.apply(undefined, ['wait'], { result: { promise: true, copy: true } })

@@ -16,8 +16,11 @@ export interface IsolateSlot {
   sinceHeapCheck: number
   /** Its calls start synchronously on the worker thread (see invocation.ts): after its first call... */
   runsSync: boolean
-  /** ...until one ran synchronously past SYNC_BUDGET_MS: never again on this isolate. */
-  overran: boolean
+  /** ...until it is judged too slow for them (see invocation.ts): never again on this isolate. */
+  tooSlowForSync: boolean
+  /** Synchronous runs stopped at SYNC_BUDGET_MS (and started again), in all and in a row. */
+  syncStops: number
+  syncStopsInARow: number
 }
 
 /** What a cold start needs: the code, and which version it is (to remember `contained`). */
@@ -135,7 +138,7 @@ export class IsolateCache {
         module.runSync(sandbox.context)
         sandbox.evaluated = true
       }
-      return { id, isolate, module, context: sandbox, keep, busy: true, sinceHeapCheck: HEAP_CHECK_EVERY - 1, runsSync: false, overran: false }
+      return { id, isolate, module, context: sandbox, keep, busy: true, sinceHeapCheck: HEAP_CHECK_EVERY - 1, runsSync: false, tooSlowForSync: false, syncStops: 0, syncStopsInARow: 0 }
     } catch (err) {
       discardBlank(blank)
       throw err

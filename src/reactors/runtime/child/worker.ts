@@ -78,12 +78,12 @@ async function invoke(request: Extract<LaneRequest, { t: 'invoke' }>, input: str
     return done(id, false, { kind: 'error', code: 'reactor_error', detail: `The Reactor code does not compile: ${describeCompileError(err, request.fresh?.code ?? '')}` })
   }
   if (slot === undefined) return done(id, false, { kind: 'error', code: 'reactor_error', detail: 'The Reactor runtime lost the isolate of this call.' })
-  const overranBefore = slot.overran
+  const stopsBefore = slot.syncStops
   const outcome = await runInvocation(slot, input, request.ms, linkFor(id), limits).catch(
     (): WireOutcome => ({ kind: 'error', code: 'reactor_error', detail: 'The Reactor runtime failed during the call.' }),
   )
   // Released before answering: the answer says whether the isolate stays warm.
-  done(id, cache.release(slot), outcome, slot.overran && !overranBefore)
+  done(id, cache.release(slot), outcome, slot.syncStops > stopsBefore)
 }
 
 function done(id: number, kept: boolean, outcome: WireOutcome, overran = false): void {
