@@ -5,7 +5,7 @@ import { ECHO, startRuntime } from '../fixtures/reactors/harness.js'
 // A warm isolate's calls run on the worker thread itself (child/invocation.ts, runSync) for at
 // most SYNC_BUDGET_MS; a call past that starts again asynchronously, as if it had never run.
 // The budget is wall time: on a loaded machine a quick run can be stopped too (and an isolate
-// stopped twice in a row runs asynchronously for good), so counts here are bounds.
+// stopped twice runs asynchronously for good), so counts here are bounds.
 
 const BUSY = `module.exports = async (req) => {
   const made = req.svc.tokenize(req.args.n)

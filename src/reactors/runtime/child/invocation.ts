@@ -17,8 +17,8 @@ export interface RunLimits {
 export const SYNC_BUDGET_MS = 10
 /** A stopped run that used this much CPU (half the budget) was busy, not kept off the core. */
 const BUSY_NS = BigInt(SYNC_BUDGET_MS * 500_000)
-/** Stopped runs in a row after which an isolate runs asynchronously for good, busy or not. */
-const STOPS_IN_A_ROW = 2
+/** Stopped runs after which an isolate runs asynchronously for good, busy or not. */
+const MAX_SYNC_STOPS = 2
 
 /**
  * Runs one call in the context of `slot` (see sandbox-context.ts) and settles within `ms` at
@@ -42,7 +42,7 @@ export async function runInvocation(slot: IsolateSlot, input: string, ms: number
     const result = await callRun(slot, sandbox, input, ms, limits)
     // An isolate's first call runs asynchronously; once one has ended, the next ones start
     // synchronously unless the isolate was judged too slow for that.
-    slot.runsSync = !slot.tooSlowForSync
+    slot.hasRun = true
     return decodeRun(result, limits.payloadMaxBytes)
   } catch (err) {
     if (timedOut) return timeout(limits)
@@ -60,7 +60,7 @@ async function callRun(slot: IsolateSlot, sandbox: SandboxContext, input: string
     await slot.module.run(sandbox.context)
     sandbox.evaluated = true
   }
-  if (slot.runsSync && ms > SYNC_BUDGET_MS) {
+  if (slot.hasRun && !slot.tooSlowForSync && ms > SYNC_BUDGET_MS) {
     const ran = runSync(slot, sandbox, input, limits)
     if (ran !== STOPPED) return ran
   }
@@ -80,8 +80,9 @@ const STOPPED = Symbol('stopped')
  * from the beginning the asynchronous way, under the same deadline. Nothing of the stopped run
  * is seen: its module scope was its own and the realm is frozen. Its lane waited the budget.
  * The isolate never runs synchronously again if the stopped run was busy (used half the budget
- * in CPU) or if it is the second stopped in a row; a run the scheduler merely kept off a
- * contended core does not cost a quick Reactor its synchronous runs.
+ * in CPU) or if it is the isolate's second stop: a run the scheduler merely kept off a
+ * contended core once does not cost a quick Reactor its synchronous runs, and no isolate holds
+ * its lane for the budget more than twice.
  * Returns the result, a promise of it when the call waits on a bridge, or STOPPED.
  */
 function runSync(slot: IsolateSlot, sandbox: SandboxContext, input: string, limits: RunLimits): unknown {
@@ -91,11 +92,9 @@ function runSync(slot: IsolateSlot, sandbox: SandboxContext, input: string, limi
   } catch (err) {
     if (slot.isolate.isDisposed || !(err instanceof Error) || !/timed out/i.test(err.message)) throw err
     slot.syncStops += 1
-    if (++slot.syncStopsInARow >= STOPS_IN_A_ROW || slot.isolate.cpuTime - cpuBefore >= BUSY_NS) slot.tooSlowForSync = true
-    slot.runsSync = false
+    if (slot.syncStops >= MAX_SYNC_STOPS || slot.isolate.cpuTime - cpuBefore >= BUSY_NS) slot.tooSlowForSync = true
     return STOPPED
   }
-  slot.syncStopsInARow = 0
   // No time limit: only the prelude runs now (the microtasks ran to the end within 'start'), and
   // a limit is wall time, which a contended core could pass and turn into a failed call.
   const result = sandbox.entry.applySync(undefined, ['take'], { result: { copy: true } })

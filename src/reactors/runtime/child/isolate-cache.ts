@@ -14,13 +14,12 @@ export interface IsolateSlot {
   busy: boolean
   /** Calls since the last heap check (see release). */
   sinceHeapCheck: number
-  /** Its calls start synchronously on the worker thread (see invocation.ts): after its first call... */
-  runsSync: boolean
-  /** ...until it is judged too slow for them (see invocation.ts): never again on this isolate. */
+  /** It has ended a call: its next ones start synchronously on the worker thread (invocation.ts)... */
+  hasRun: boolean
+  /** ...unless it was judged too slow for that (see invocation.ts): never again on this isolate. */
   tooSlowForSync: boolean
-  /** Synchronous runs stopped at SYNC_BUDGET_MS (and started again), in all and in a row. */
+  /** Synchronous runs stopped at SYNC_BUDGET_MS (and started again). */
   syncStops: number
-  syncStopsInARow: number
 }
 
 /** What a cold start needs: the code, and which version it is (to remember `contained`). */
@@ -138,7 +137,7 @@ export class IsolateCache {
         module.runSync(sandbox.context)
         sandbox.evaluated = true
       }
-      return { id, isolate, module, context: sandbox, keep, busy: true, sinceHeapCheck: HEAP_CHECK_EVERY - 1, runsSync: false, tooSlowForSync: false, syncStops: 0, syncStopsInARow: 0 }
+      return { id, isolate, module, context: sandbox, keep, busy: true, sinceHeapCheck: HEAP_CHECK_EVERY - 1, hasRun: false, tooSlowForSync: false, syncStops: 0 }
     } catch (err) {
       discardBlank(blank)
       throw err
