@@ -51,9 +51,25 @@ export function buildApp(services: Services, drain = new Drain()): Koa<AppState>
   app.use(textGuard())
   for (const router of buildRouters(services, drain)) {
     app.use(router.routes())
-    app.use(router.allowedMethods({ throw: true, methodNotAllowed: () => new AppError('method_not_allowed'), notImplemented: () => new AppError('method_not_allowed') }))
+    app.use(allowedMethods(router))
   }
   return app
+}
+
+/** The router's 405 as problem+json, with the `Allow` header RFC 9110 asks of it: the methods of the routes that match the path. */
+function allowedMethods(router: Router<AppState>): ReturnType<Router<AppState>['allowedMethods']> {
+  const refuse = () => new AppError('method_not_allowed')
+  const inner = router.allowedMethods({ throw: true, methodNotAllowed: refuse, notImplemented: refuse })
+  return async (ctx, next) => {
+    try {
+      await inner(ctx, next)
+    } catch (err) {
+      if (!(err instanceof AppError) || err.code !== 'method_not_allowed' || err.headers?.Allow !== undefined) throw err
+      const allow = [...new Set(router.match(ctx.path, ctx.method).path.flatMap((layer) => layer.methods))]
+      if (allow.length === 0) throw err
+      throw new AppError('method_not_allowed', { headers: { Allow: allow.join(', ') } })
+    }
+  }
 }
 
 /** The routers behind `/proxy`: the open one (no key) and the API (SVC-API-KEY). The API description is checked against them. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { newApiKey, type ApiKeyHasher } from '../auth/api-keys.js'
 import type { Authenticator } from '../auth/authenticator.js'
-import { authorizeApplicationChange } from '../auth/policies.js'
+import { authorizeApplicationChange, authorizeLifetime } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import { AppError } from '../errors/index.js'
 import type { ApplicationKeyRecord, Store } from '../store/index.js'
@@ -30,6 +30,7 @@ export function applicationKeysService(deps: { store: Store; hasher: ApiKeyHashe
     async createKey(caller: Principal, applicationId: string): Promise<KeyWithSecret> {
       const app = await applications.getApplication(caller.tenantId, applicationId)
       authorizeApplicationChange(caller, app)
+      authorizeLifetime(caller, app.expires_at, { what: 'The new key', field: 'id' })
       const key = newApiKey(app.type)
       const record: ApplicationKeyRecord = { id: randomUUID(), tenant_id: caller.tenantId, application_id: app.id, key_hash: hasher.hash(key), created_by: caller.id, created_at: new Date() }
       if (!(await store.applicationKeys.insertBounded(record, MAX_APPLICATION_KEYS))) {

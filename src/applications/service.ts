@@ -2,7 +2,7 @@ import { newApiKey, type ApiKeyHasher } from '../auth/api-keys.js'
 import type { Authenticator } from '../auth/authenticator.js'
 import { validateRules } from '../auth/access-rules.js'
 import { isKnownPermission, mayHold } from '../auth/permissions.js'
-import { authorizeApplicationChange, authorizeGrant, narrows } from '../auth/policies.js'
+import { authorizeApplicationChange, authorizeGrant, authorizeLifetime, narrows } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import type { Clock } from '../clock.js'
 import { AppError, ValidationError, type FieldErrors } from '../errors/index.js'
@@ -63,6 +63,7 @@ export function applicationsService(deps: ApplicationsDeps) {
       if (expiresAt && expiresAt.getTime() <= deps.clock()) (errors.expires_at ??= []).push('must be in the future')
       if (Object.keys(errors).length) throw new ValidationError(errors)
       authorizeGrant(caller, { permissions, rules }, { what: 'The new Application' })
+      authorizeLifetime(caller, expiresAt, { what: 'The new Application', field: 'expires_at' })
       const key = newApiKey(input.type)
       const application: ApplicationRecord = {
         ...newRecordStamp(caller),
@@ -114,6 +115,7 @@ export function applicationsService(deps: ApplicationsDeps) {
     async regenerateKey(caller: Principal, id: string): Promise<WithKey> {
       const current = await find(caller.tenantId, id)
       authorizeApplicationChange(caller, current)
+      authorizeLifetime(caller, current.expires_at, { what: 'The new key', field: 'id' })
       const key = newApiKey(current.type)
       const { result, sessions } = await store.transaction(async (trx) => ({
         result: await store.applications.update(caller.tenantId, id, { key_hash: hasher.hash(key), ...changeStamp(caller) }, trx),

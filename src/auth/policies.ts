@@ -220,6 +220,17 @@ export function authorizeApplicationChange(caller: Principal, target: Grants & {
   if (next !== undefined) authorizeGrant(caller, next, { what: 'The new grant' })
 }
 
+/**
+ * A key that expires never hands out access that outlives it: an Application it creates, or a
+ * key it mints for one, must expire no later than the key itself (as a session already does).
+ */
+export function authorizeLifetime(caller: Principal, expiresAt: Date | null, context: { what: string; field: string }): void {
+  const limit = caller.expiresAt
+  if (limit === null || (expiresAt !== null && expiresAt.getTime() <= limit.getTime())) return
+  const detail = `${context.what} would outlive the key, which expires at ${limit.toISOString()}.`
+  throw new AppError('forbidden', { detail, errors: { [context.field]: [`must expire no later than ${limit.toISOString()}`] } })
+}
+
 /** Whether `after` reaches less far than `before` anywhere (it lost a permission, a container, a transform). */
 export function narrows(before: Grants, after: Grants): boolean {
   return grantExcess(before, after).length > 0

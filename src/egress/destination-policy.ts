@@ -68,7 +68,8 @@ export const policyLookup: LookupFunction = (hostname, options, callback) => {
     const refused = addresses.find((a) => !isPublicAddress(a.address))
     const first = addresses[0]
     if (refused !== undefined || first === undefined) {
-      const why = refused ? `resolves to ${refused.address}, which is not public` : 'has no address'
+      // The address is not named: callers must not learn how internal names resolve.
+      const why = refused ? 'resolves to an address that is not public' : 'has no address'
       return callback(new DestinationRefusedError(`The host ${hostname} ${why}.`), '', 0)
     }
     if (options.all) return callback(null, addresses)

@@ -1,3 +1,5 @@
+import { unsafeTextReason } from '../shapes/unsafe-text.js'
+
 export const TOKEN_ID_MIN_LENGTH = 3
 export const TOKEN_ID_MAX_LENGTH = 400
 
@@ -9,6 +11,7 @@ const FORBIDDEN = new Set('#/\\+?[]|&=%<>{}^')
  * Why `id` cannot be a token id, or null when it can. Beyond API.md's list, whitespace and
  * control characters are refused too: the expression grammar ends an id at whitespace, so an
  * id containing one could never be referenced, and control characters corrupt logs and headers.
+ * So is a lone surrogate: stored as U+FFFD, the token would answer to another id than its own.
  */
 export function tokenIdProblem(id: string): string | null {
   if (id.length < TOKEN_ID_MIN_LENGTH || id.length > TOKEN_ID_MAX_LENGTH) {
@@ -20,7 +23,7 @@ export function tokenIdProblem(id: string): string | null {
     if (FORBIDDEN.has(ch)) return `must not contain ${JSON.stringify(ch)}`
     if (code <= 0x20 || code === 0x7f || isUnicodeSpace(code)) return 'must not contain whitespace or control characters'
   }
-  return null
+  return unsafeTextReason(id) ?? null
 }
 
 export function isValidTokenId(id: unknown): id is string {

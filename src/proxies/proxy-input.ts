@@ -34,7 +34,7 @@ export async function checkProxyInput(caller: Principal, input: ProxyInput, deps
     const code = codeOf(input, kind)
     return code === null ? [] : [{ code, field: `${kind}_transform.code`, label: `${kind}_transform` }]
   })
-  await deps.host.check(caller, { pieces, application: input.application }, errors)
+  await deps.host.check(caller, { pieces, application: input.application, keyActsAsApplication: input.require_auth === false }, errors)
 }
 
 /** The columns an input sets, as `caller` changes them now. */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { applicationPrincipal } from '../auth/application-lookup.js'
-import { authorizeBinding } from '../auth/policies.js'
+import { authorizeBinding, authorizeLifetime } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import { AppError, ValidationError, type FieldErrors } from '../errors/index.js'
 import { isUuid } from '../shapes/ids.js'
@@ -36,6 +36,11 @@ export interface CodeDraft {
   pieces: readonly CodePiece[]
   /** The Application the code is to act as; none when absent or null. */
   application?: { id: string } | null | undefined
+  /**
+   * A key acts as that Application too (a `require_auth: false` proxy's): like any key handed
+   * out, it may not outlive the caller's own (see authorizeLifetime).
+   */
+  keyActsAsApplication?: boolean
 }
 
 /** The code of an owner, in a fixed order; null where it has none in that slot. */
@@ -90,6 +95,7 @@ export function createCodeHost(deps: { store: Store; runtime: CodeRuntime; codeM
       if (Object.keys(errors).length) throw new ValidationError(errors)
       // Whoever writes the code wields its Application.
       if (app) authorizeBinding(caller, app)
+      if (app && draft.keyActsAsApplication) authorizeLifetime(caller, app.expires_at, { what: 'The proxy key', field: 'application.id' })
       for (const piece of draft.pieces) await compile(piece)
     },
 

@@ -64,6 +64,8 @@ export async function openStore(config: Config, options: OpenStoreOptions = {}):
 }
 
 export type { Database } from './database.js'
+/** What `Store.transaction` hands its function, for repository calls inside it. */
+export type StoreTransaction = Knex.Transaction
 export type { ApplicationRecord, ApplicationType, ApplicationFilter } from './repositories/applications.js'
 export type { Page } from './repositories/page.js'
 export { changeStamp, newRecordStamp, type Author, type RecordStamp } from './repositories/stamps.js'

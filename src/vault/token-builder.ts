@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import { isValidContainer } from '../auth/access-rules.js'
 import { ValidationError, type FieldErrors } from '../errors/index.js'
-import { tokenIdProblem } from '../expressions/index.js'
+import { ExpressionError, tokenIdProblem } from '../expressions/index.js'
+import { isStorableDateTime } from '../shapes/date-time.js'
 import type { TokenRecord } from '../store/index.js'
 import { encryptData, type TokenDataHasher, type Keyring } from './crypto/index.js'
 import { canonicalJson, fingerprintInput, getTokenType, maskProblems, searchIndexValues, validateDataTemplate, type TokenTypeName } from './types/index.js'
@@ -53,9 +54,16 @@ export function validateTokenFields(fields: TokenFields, options: { checkId: boo
   return errors
 }
 
-export const MAX_CONTAINERS = 10
-const MAX_METADATA_KEYS = 20
-const MAX_SEARCH_INDEXES = 20
+/** The size limits of each field: one definition, for the HTTP schema (http/schemas/tokens.ts) and `shapeErrors`. */
+export const TOKEN_LIMITS = {
+  containers: 10,
+  containerLength: 400,
+  metadataKeys: 20,
+  metadataKeyLength: 100,
+  metadataValueLength: 500,
+  searchIndexes: 20,
+  expressionLength: 500,
+} as const
 
 /**
  * The JSON shape of each field, which the HTTP schema checks for POST /tokens but nothing does
@@ -66,28 +74,35 @@ function shapeErrors(fields: TokenFields): FieldErrors {
   const errors: FieldErrors = {}
   const check = (field: string, ok: boolean, message: string) => ok || (errors[field] ??= []).push(message)
   const { id, containers, metadata, fingerprint_expression: expression, search_indexes: indexes, expires_at: expiresAt } = fields as Record<keyof TokenFields, unknown>
+  const L = TOKEN_LIMITS
   check('id', id === undefined || typeof id === 'string', 'must be a string')
   check(
     'containers',
-    containers === undefined || (Array.isArray(containers) && containers.length >= 1 && containers.length <= MAX_CONTAINERS && new Set(containers).size === containers.length),
-    `must be 1 to ${MAX_CONTAINERS} distinct containers`,
+    containers === undefined ||
+      (Array.isArray(containers) && containers.length >= 1 && containers.length <= L.containers && new Set(containers).size === containers.length && containers.every((c) => isText(c, 1, L.containerLength))),
+    `must be 1 to ${L.containers} distinct containers of at most ${L.containerLength} characters`,
   )
   check(
     'metadata',
-    metadata === undefined || (isPlainObject(metadata) && Object.keys(metadata).length <= MAX_METADATA_KEYS && Object.values(metadata).every((v) => typeof v === 'string')),
-    `must be an object of at most ${MAX_METADATA_KEYS} string values`,
+    metadata === undefined ||
+      (isPlainObject(metadata) &&
+        Object.keys(metadata).length <= L.metadataKeys &&
+        Object.entries(metadata).every(([k, v]) => isText(k, 1, L.metadataKeyLength) && isText(v, 0, L.metadataValueLength))),
+    `must be an object of at most ${L.metadataKeys} keys of 1 to ${L.metadataKeyLength} characters, each a string of at most ${L.metadataValueLength}`,
   )
-  check('fingerprint_expression', expression === undefined || expression === null || typeof expression === 'string', 'must be a string')
+  check('fingerprint_expression', expression === undefined || expression === null || isText(expression, 1, L.expressionLength), `must be a string of 1 to ${L.expressionLength} characters`)
   check(
     'search_indexes',
-    indexes === undefined || indexes === null || (Array.isArray(indexes) && indexes.length <= MAX_SEARCH_INDEXES && indexes.every((x) => typeof x === 'string')),
-    `must be at most ${MAX_SEARCH_INDEXES} strings`,
+    indexes === undefined || indexes === null || (Array.isArray(indexes) && indexes.length <= L.searchIndexes && indexes.every((x) => isText(x, 1, L.expressionLength))),
+    `must be at most ${L.searchIndexes} strings of 1 to ${L.expressionLength} characters`,
   )
-  check('expires_at', expiresAt === undefined || expiresAt === null || (typeof expiresAt === 'string' && DATE_TIME.test(expiresAt) && !Number.isNaN(Date.parse(expiresAt))), 'must be an ISO 8601 date-time')
+  check('expires_at', expiresAt === undefined || expiresAt === null || (typeof expiresAt === 'string' && isStorableDateTime(expiresAt)), 'must be an ISO 8601 date-time')
   return errors
 }
 
-const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$/i
+function isText(value: unknown, min: number, max: number): value is string {
+  return typeof value === 'string' && value.length >= min && value.length <= max
+}
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -108,7 +123,8 @@ export function buildTokenRecord(
   const id = existing?.id ?? fields.id ?? randomUUID()
   const fingerprintExpression = fields.fingerprint_expression ?? null
   const searchIndexes = fields.search_indexes ?? []
-  const canonical = fingerprintInput(type, fields.data, fingerprintExpression ?? undefined)
+  const canonical = rendered('fingerprint_expression', () => fingerprintInput(type, fields.data, fingerprintExpression ?? undefined))
+  const searchValues = new Set(searchIndexes.flatMap((expression, i) => rendered(`search_indexes[${i}]`, () => searchIndexValues(fields.data, [expression]))))
   const encrypted = encryptData(fields.data, { tenantId, tokenId: id }, crypto.keyring)
   const now = new Date()
   return {
@@ -121,7 +137,7 @@ export function buildTokenRecord(
     fingerprint: canonical === null ? null : crypto.hasher.fingerprint(tenantId, type.name, canonical),
     fingerprint_expression: fingerprintExpression,
     search_indexes: searchIndexes,
-    search_hashes: searchIndexValues(fields.data, searchIndexes).map((v) => crypto.hasher.searchIndexHash(tenantId, v)),
+    search_hashes: [...searchValues].map((v) => crypto.hasher.searchIndexHash(tenantId, v)),
     key_id: encrypted.keyId,
     encrypted_key: encrypted.encryptedKey,
     ciphertext: encrypted.ciphertext,
@@ -130,6 +146,19 @@ export function buildTokenRecord(
     created_at: existing ? existing.created_at : now,
     modified_by: actor,
     modified_at: now,
+  }
+}
+
+/**
+ * A template that compiles may still not apply to the data (`last4` of an object, `slice` of a
+ * boolean), which only rendering finds: a 400 naming the field, as if it did not compile.
+ */
+function rendered<T>(field: string, render: () => T): T {
+  try {
+    return render()
+  } catch (err) {
+    if (err instanceof ExpressionError) throw ValidationError.field(field, err.message)
+    throw err
   }
 }
 

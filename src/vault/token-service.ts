@@ -1,7 +1,7 @@
 import { answerTransform, authorizeContainers, authorizeMove, authorizeToken, authorizeViewChange, equalityScopes } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import { AppError } from '../errors/index.js'
-import { isUniqueViolation, type Store, type TokenRecord } from '../store/index.js'
+import { isUniqueViolation, type Store, type StoreTransaction, type TokenRecord } from '../store/index.js'
 import { dataAad, decryptData, openData, unwrapDataKey } from './crypto/index.js'
 import type { TokenCache, UsableToken } from './token-cache.js'
 import { buildTokenRecord, mergePatch, type TokenFields, type VaultCrypto } from './token-builder.js'
@@ -47,6 +47,33 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
     const record = id.length <= 400 ? await store.tokens.findById(principal.tenantId, id) : undefined
     if (!record) throw new AppError('not_found', { detail: 'No token with this id.' })
     return record
+  }
+
+  /** PATCH's read-modify-write inside `trx`, the token's row locked from the read to the write. */
+  async function patchLocked(principal: Principal, id: string, patch: TokenPatch, trx: StoreTransaction): Promise<{ next: TokenRecord; data: unknown }> {
+    crypto()
+    const current = id.length <= 400 ? await store.tokens.findForUpdate(principal.tenantId, id, trx) : undefined
+    if (!current) throw new AppError('not_found', { detail: 'No token with this id.' })
+    authorizeToken(principal, 'token:update', current)
+    authorizeViewChange(principal, current, changedViews(current, patch))
+    const data = patch.data === undefined ? decrypt(current) : mergePatch(decrypt(current), patch.data)
+    const fields: TokenFields = {
+      type: current.type as TokenTypeName,
+      data,
+      containers: patch.containers ?? current.containers,
+      metadata: patch.metadata === undefined ? current.metadata : (mergePatch(current.metadata, patch.metadata ?? {}) as Record<string, string>),
+      mask: patch.mask === undefined ? current.mask : patch.mask,
+      fingerprint_expression: patch.fingerprint_expression === undefined ? current.fingerprint_expression : patch.fingerprint_expression,
+      search_indexes: patch.search_indexes === undefined ? current.search_indexes : patch.search_indexes,
+      // Unchanged expiry is carried over below, not re-validated as "must be in the future".
+      expires_at: patch.expires_at,
+    }
+    const next = buildTokenRecord(principal.tenantId, fields, principal.id, crypto(), current)
+    if (patch.expires_at === undefined) next.expires_at = current.expires_at
+    if (canonicalJson(next.containers) !== canonicalJson(current.containers)) authorizeMove(principal, current, next)
+    authorizeToken(principal, 'token:update', next)
+    if (!(await store.tokens.update(principal.tenantId, id, next, trx))) throw new AppError('not_found', { detail: 'No token with this id.' })
+    return { next, data }
   }
 
   async function loadUsable(tenantId: string, ids: ReadonlySet<string>): Promise<Map<string, UsableToken>> {
@@ -99,28 +126,10 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
     },
 
     async updateToken(principal: Principal, id: string, patch: TokenPatch): Promise<TokenView> {
-      const current = await find(principal, id)
-      authorizeToken(principal, 'token:update', current)
-      authorizeViewChange(principal, current, changedViews(current, patch))
-      const data = patch.data === undefined ? decrypt(current) : mergePatch(decrypt(current), patch.data)
-      const fields: TokenFields = {
-        type: current.type as TokenTypeName,
-        data,
-        containers: patch.containers ?? current.containers,
-        metadata: patch.metadata === undefined ? current.metadata : (mergePatch(current.metadata, patch.metadata ?? {}) as Record<string, string>),
-        mask: patch.mask === undefined ? current.mask : patch.mask,
-        fingerprint_expression: patch.fingerprint_expression === undefined ? current.fingerprint_expression : patch.fingerprint_expression,
-        search_indexes: patch.search_indexes === undefined ? current.search_indexes : patch.search_indexes,
-        // Unchanged expiry is carried over below, not re-validated as "must be in the future".
-        expires_at: patch.expires_at,
-      }
-      const next = buildTokenRecord(principal.tenantId, fields, principal.id, crypto(), current)
-      if (patch.expires_at === undefined) next.expires_at = current.expires_at
-      if (canonicalJson(next.containers) !== canonicalJson(current.containers)) authorizeMove(principal, current, next)
-      authorizeToken(principal, 'token:update', next)
-      const updated = await store.tokens.update(principal.tenantId, id, next)
+      // The token is read locked and written in one transaction: concurrent patches (merges of
+      // metadata or data) apply one after another instead of each overwriting the others.
+      const { next, data } = await store.transaction((trx) => patchLocked(principal, id, patch, trx))
       await cache.invalidate(principal.tenantId, id)
-      if (!updated) throw new AppError('not_found', { detail: 'No token with this id.' })
       // The answer shows no more than the caller could read: a write-only key sent data, it does not get the merged data back.
       return view(next, answerTransform(principal, 'token:update', next), data)
     },

@@ -2,6 +2,7 @@ import { answerTransform, authorizeContainers } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import { AppError, ValidationError, type FieldErrors } from '../errors/index.js'
 import { compileValue, ExpressionError } from '../expressions/index.js'
+import { findUnsafeText } from '../shapes/unsafe-text.js'
 import type { Store, TokenRecord } from '../store/index.js'
 import { isUniqueViolation } from '../store/index.js'
 import { buildTokenRecord, type TokenFields } from './token-builder.js'
@@ -35,6 +36,10 @@ export async function tokenizeValue(
   audit?: (tokenIds: string[], views: TokenView[]) => Promise<void>,
 ): Promise<unknown> {
   const crypto = requireReady(deps.keys)
+  // A body was checked as it was parsed; a Reactor's `tokenize` result or `req.svc.tokenize` value
+  // was not, and must be refused as that body would be, before any id or metadata reaches the store.
+  const unsafe = findUnsafeText(value)
+  if (unsafe !== undefined) throw new ValidationError(unsafe)
   const records: { record: TokenRecord; data: unknown; full: boolean }[] = []
   const errors: FieldErrors = {}
 

@@ -72,3 +72,39 @@ t.test('an Application stops acting the instant it expires, on every path', asyn
   t.equal(stub.seen.length - forwarded, 1, 'only the transformed call reached the destination (its transform then failed); nothing was sent for the open proxy')
   t.notMatch(stub.seen.at(-1)!.body.toString(), VISA)
 })
+
+t.test('a key that expires hands out nothing that outlives it: no later Application, no key for a longer-lived one', async (t) => {
+  const clock = testClock()
+  const app = await startTestApp(t, { SVC_EXPIRY_SWEEP_SECONDS: '3600' }, { clock })
+  const soon = new Date(clock() + 60_000)
+  const later = new Date(clock() + 120_000)
+  const ceiling = [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:read'] }]
+  const manage = ['application:create', 'application:read', 'application:update']
+  const temporary = await application(app, { type: 'management', permissions: manage, rules: ceiling, expires_at: soon.toISOString() })
+  const lasting = await application(app, { type: 'private', rules: ceiling })
+  const brief = await application(app, { type: 'private', rules: ceiling, expires_at: soon.toISOString() })
+
+  for (const expires_at of [undefined, later.toISOString()]) {
+    const res = await app.request('POST', '/applications', { key: temporary.key, body: { name: 'forever', type: 'management', permissions: manage, rules: ceiling, expires_at } })
+    t.equal(res.status, 403, `creating an Application expiring ${expires_at ?? 'never'}`)
+    t.match(res.body, { type: '/problems/forbidden', errors: { expires_at: [/no later than/] } })
+  }
+  const ok = await app.request('POST', '/applications', { key: temporary.key, body: { name: 'brief', type: 'private', rules: ceiling, expires_at: soon.toISOString() } })
+  t.equal(ok.status, 201, 'an Application expiring with the key is fine')
+
+  for (const [label, path] of [['an extra key', `/applications/${lasting.id}/keys`], ['a regenerated key', `/applications/${lasting.id}/regenerate`]]) {
+    const res = await app.request('POST', path!, { key: temporary.key })
+    t.equal(res.status, 403, `${label} for an Application that outlives the key`)
+    t.match(res.body.detail, /would outlive the key/)
+  }
+  t.equal((await app.request('POST', `/applications/${brief.id}/keys`, { key: temporary.key })).status, 201, 'a key for an Application that expires no later is fine')
+  t.equal((await app.request('GET', '/tokens', { key: lasting.key })).status, 200, 'the refused regenerate left the key in place')
+
+  const proxyManager = await application(app, { type: 'management', permissions: ['proxy:create', 'proxy:update'], rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:use'] }], expires_at: soon.toISOString() })
+  const user = await application(app, { type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:use'] }] })
+  const open = { name: 'open', destination_url: 'https://example.com', require_auth: false, application: { id: user.id } }
+  const refused = await app.request('POST', '/proxies', { key: proxyManager.key, body: open })
+  t.equal(refused.status, 403, 'a require_auth false proxy key would act as an Application that outlives the key')
+  t.match(refused.body, { errors: { 'application.id': [/no later than/] } })
+  t.equal((await app.request('POST', '/proxies', { key: proxyManager.key, body: { ...open, require_auth: true } })).status, 201, 'a proxy that needs its callers\' keys hands out no access')
+})

@@ -36,6 +36,11 @@ t.test('routing, methods, trace ids, health', async (t) => {
   const wrongMethod = await app.request('PATCH', '/applications')
   t.equal(wrongMethod.status, 405)
   t.equal(wrongMethod.body.status, 405)
+  t.equal(wrongMethod.headers.get('content-type'), 'application/problem+json')
+  t.same(wrongMethod.headers.get('allow')?.split(', ').sort(), ['GET', 'HEAD', 'POST'], 'Allow names the methods of the path')
+  const unknownMethod = await app.request('PROPFIND', '/applications')
+  t.equal(unknownMethod.status, 405)
+  t.ok(unknownMethod.headers.get('allow'), 'an unknown method gets the Allow header too')
 
   const traced = await app.request('GET', '/healthz', { key: null, headers: { 'SVC-TRACE-ID': 'abc-123' } })
   t.equal(traced.headers.get('svc-trace-id'), 'abc-123', 'a caller trace id is echoed')

@@ -88,6 +88,17 @@ t.test('idempotency keys', async (t) => {
     t.equal(stolen.status, 422, 'another Application of the tenant never gets the answer')
   })
 
+  t.test('token ids are case-sensitive: the same key on another id\'s path is 422, not its replay', async (t) => {
+    for (const id of ['Case-Token', 'case-token']) t.equal((await app.request('POST', '/tokens', { key: writer, body: { id, type: 'token', data: id } })).status, 201)
+    const patch = (id: string) =>
+      app.request('PATCH', `/tokens/${id}`, { key: writer, rawBody: '{"metadata":{"touched":"yes"}}', headers: { 'content-type': 'application/merge-patch+json', ...idem('case-1') } })
+    t.equal((await patch('Case-Token')).status, 200)
+    const other = await patch('case-token')
+    t.equal(other.status, 422)
+    t.notOk(other.headers.get('svc-idempotent-replayed'))
+    t.same((await app.request('GET', '/tokens/case-token', { key: writer })).body.metadata, {}, 'the other token is untouched')
+  })
+
   t.test('keys are per tenant', async (t) => {
     const made = await app.request('POST', '/tenants', { key: operatorKey, body: { name: 'second tenant' } })
     t.equal(made.status, 201)

@@ -264,6 +264,9 @@ t.test('pre-configured proxies: transform failures', async (t) => {
     t.equal(answered.headers['x-why'], 'rule')
     t.same(answered.json, { error: 'declined' })
     t.notOk(answered.headers['svc-proxy-destination-status'])
+    const forged = await send(await proxyWith('request_transform', "module.exports = async () => { throw new CustomHttpResponseError({ status: 200, headers: { 'SVC-PROXY-DESTINATION-STATUS': '200' }, body: {} }) }"))
+    t.equal(forged.status, 200)
+    t.notOk(forged.headers['svc-proxy-destination-status'], 'a transform cannot claim the destination answered')
     t.equal(stub.seen.length, 0)
   })
 

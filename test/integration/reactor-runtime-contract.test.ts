@@ -34,10 +34,10 @@ t.test('error classes map to statuses; other throws carry their message', async 
   t.match(await rt.fail(replaced), { code: 'reactor_error', detail: /threw a TypeError/ }, 'the global class cannot be replaced')
 })
 
-t.test('calls share a warm context but nothing written: frozen globals and built-ins, a fresh module each call', async (t) => {
+t.test('calls share a warm context but nothing written: frozen globals, built-ins and module wrapper, a fresh module each call', async (t) => {
   const rt = await startRuntime(t)
   const code = fixture('global-state.js')
-  for (let i = 0; i < 3; i++) t.same(await rt.run(code), { kind: 'ok', value: { seen: null, polluted: false, calls: 1 } })
+  for (let i = 0; i < 3; i++) t.same(await rt.run(code), { kind: 'ok', value: { seen: null, polluted: false, calls: 1, stashed: [null, null], wrapperFrozen: true } })
   t.match(rt.sup.stats(), { coldStarts: 1, warmStarts: 2, restarts: 0 }, 'the same warm isolate served the later calls')
 })
 

@@ -212,3 +212,15 @@ t.test('cross-tenant tokens are 404', async (t) => {
   t.equal((await app.request('POST', '/detokenize', { key: otherKey, body: { x: `{{ ${tok.body.id} }}` } })).status, 400)
   t.equal((await app.request('GET', '/tokens', { key: otherKey })).body.pagination.total_items, 0)
 })
+
+t.test('concurrent patches of one token all apply: none overwrites another', async (t) => {
+  const app = await startTestApp(t)
+  const key = await appKey(app, { type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read', 'token:update'] }] })
+  const id = (await app.request('POST', '/tokens', { key, body: { type: 'token', data: { n: 0 } } })).body.id as string
+  const patch = (body: unknown) => app.request('PATCH', `/tokens/${id}`, { key, rawBody: JSON.stringify(body), headers: { 'content-type': 'application/merge-patch+json' } })
+  const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => patch({ metadata: { [`k${i}`]: 'v' }, data: { [`d${i}`]: i } })))
+  t.same(answers.map((r) => r.status), Array(10).fill(200))
+  const stored = (await app.request('GET', `/tokens/${id}`, { key })).body
+  t.same(Object.keys(stored.metadata).sort(), Array.from({ length: 10 }, (_, i) => `k${i}`).sort(), 'every metadata key')
+  t.same(Object.keys(stored.data).sort(), ['n', ...Array.from({ length: 10 }, (_, i) => `d${i}`)].sort(), 'every data member')
+})

@@ -50,5 +50,5 @@ export function idempotency(service: IdempotencyService, bodyLimitBytes: number,
 
 /** The caller is part of the request: another key of the tenant never gets this one's answer. */
 export function requestFingerprint(principalId: string, method: string, path: string, query: string, body: Buffer): string {
-  return createHash('sha256').update(JSON.stringify([principalId, method, path.toLowerCase(), query])).update(body).digest('hex')
+  return createHash('sha256').update(JSON.stringify([principalId, method, path, query])).update(body).digest('hex')
 }

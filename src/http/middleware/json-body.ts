@@ -2,7 +2,7 @@ import type { Middleware } from 'koa'
 import getRawBody from 'raw-body'
 import sjson from 'secure-json-parse'
 import { AppError, ValidationError } from '../../errors/index.js'
-import { findUnsafeText } from '../schemas/unsafe-text.js'
+import { findUnsafeText } from '../../shapes/unsafe-text.js'
 import type { AppState } from '../context.js'
 
 const MAX_DEPTH = 64

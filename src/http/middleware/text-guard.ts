@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa'
 import { ValidationError } from '../../errors/index.js'
 import type { AppState } from '../context.js'
-import { unsafeTextReason } from '../schemas/unsafe-text.js'
+import { unsafeTextReason } from '../../shapes/unsafe-text.js'
 
 const MALFORMED = 'is not valid percent-encoded UTF-8'
 

@@ -154,7 +154,9 @@ function sendResult(ctx: AppContext, result: ProxyResult): void {
     for (const name in result.headers) res.removeHeader(name)
     throw new AppError('destination_unreachable', { detail: 'The destination answered with a header that cannot be relayed.', cause })
   }
+  // The service's own signal: set only when the destination answered, never taken from a transform.
   if (result.destinationStatus !== undefined) res.setHeader('SVC-PROXY-DESTINATION-STATUS', String(result.destinationStatus))
+  else res.removeHeader('SVC-PROXY-DESTINATION-STATUS')
   ctx.respond = false
   res.writeHead(result.status)
   if (result.body instanceof Readable) relay(result.body, res)

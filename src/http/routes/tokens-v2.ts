@@ -8,6 +8,7 @@ import { currentPrincipal, requirePermission } from '../middleware/authenticate.
 import { presentCursorPage } from '../presenters/common.js'
 import { presentToken } from '../presenters/tokens.js'
 import { ListTokensV2Query, MetadataFilter, SearchTokensV2Body } from '../schemas/tokens.js'
+import { unsafeTextReason } from '../../shapes/unsafe-text.js'
 import { validator } from '../schemas/validate.js'
 import type { BodyParsers } from './body-parsers.js'
 
@@ -38,15 +39,16 @@ export function tokenV2Routes(router: AppRouter, tokens: TokenService, audit: Au
 
 function metadataFilter(json: string | undefined): Record<string, string> {
   if (json === undefined) return {}
-  let value: unknown
+  let metadata: Record<string, string>
   try {
-    value = JSON.parse(json)
+    metadata = parseMetadata(JSON.parse(json))
   } catch {
     throw ValidationError.field('metadata', 'must be a JSON object of strings')
   }
-  try {
-    return parseMetadata(value)
-  } catch {
-    throw ValidationError.field('metadata', 'must be a JSON object of strings')
+  // The text guard saw only the query text: a JSON escape (`\u0000`, `\ud800`) hides what jsonb refuses.
+  for (const text of Object.entries(metadata).flat()) {
+    const reason = unsafeTextReason(text)
+    if (reason !== undefined) throw ValidationError.field('metadata', reason)
   }
+  return metadata
 }

@@ -1,13 +1,18 @@
 import { Type, type Static } from '@sinclair/typebox'
+import { TOKEN_LIMITS } from '../../vault/token-builder.js'
 import { TOKEN_TYPE_NAMES } from '../../vault/types/index.js'
 import { AuditFields, DateTime, PageQuery, StringEnum, Uuid, paginated } from './common.js'
 
 export const TokenTypeSchema = StringEnum([...TOKEN_TYPE_NAMES])
 
-const Containers = Type.Array(Type.String({ maxLength: 400 }), { minItems: 1, maxItems: 10, uniqueItems: true })
-const Metadata = Type.Record(Type.String({ minLength: 1, maxLength: 100 }), Type.String({ maxLength: 500 }), { maxProperties: 20 })
-const SearchIndexes = Type.Array(Type.String({ minLength: 1, maxLength: 500 }), { maxItems: 20 })
-const Expression = Type.String({ minLength: 1, maxLength: 500 })
+const L = TOKEN_LIMITS
+const Containers = Type.Array(Type.String({ maxLength: L.containerLength }), { minItems: 1, maxItems: L.containers, uniqueItems: true })
+// TypeBox drops a Record key schema's lengths (its keys become a pattern): `propertyNames` keeps them.
+const MetadataKeys = { propertyNames: { minLength: 1, maxLength: L.metadataKeyLength }, maxProperties: L.metadataKeys }
+const MetadataValue = Type.String({ maxLength: L.metadataValueLength })
+const Metadata = Type.Record(Type.String(), MetadataValue, MetadataKeys)
+const SearchIndexes = Type.Array(Type.String({ minLength: 1, maxLength: L.expressionLength }), { maxItems: L.searchIndexes })
+const Expression = Type.String({ minLength: 1, maxLength: L.expressionLength })
 
 export const CreateTokenBody = Type.Object(
   {
@@ -31,7 +36,7 @@ export const UpdateTokenBody = Type.Object(
   {
     data: Type.Optional(Type.Unknown()),
     containers: Type.Optional(Containers),
-    metadata: Type.Optional(Type.Union([Type.Record(Type.String({ minLength: 1, maxLength: 100 }), Type.Union([Type.String({ maxLength: 500 }), Type.Null()])), Type.Null()])),
+    metadata: Type.Optional(Type.Union([Type.Record(Type.String(), Type.Union([MetadataValue, Type.Null()]), MetadataKeys), Type.Null()])),
     mask: Type.Optional(Type.Unknown()),
     fingerprint_expression: Type.Optional(Type.Union([Expression, Type.Null()])),
     search_indexes: Type.Optional(Type.Union([SearchIndexes, Type.Null()])),

@@ -1,8 +1,8 @@
 import { Ajv, type ErrorObject } from 'ajv'
 import addFormats from 'ajv-formats'
-import { fullFormats } from 'ajv-formats/dist/formats.js'
 import type { Static, TSchema } from '@sinclair/typebox'
 import { ValidationError, type FieldErrors } from '../../errors/index.js'
+import { isStorableDateTime } from '../../shapes/date-time.js'
 
 // strictNumbers: NaN and Infinity fail number checks (behind json-body, which refuses numbers beyond
 // a double; query values ajv coerces are checked after validation, see assertFiniteParameters).
@@ -11,19 +11,6 @@ const queryAjv = new Ajv({ allErrors: true, strict: false, useDefaults: true, co
 for (const instance of [ajv, queryAjv]) {
   addFormats.default(instance, ['date-time', 'uuid'])
   instance.addFormat('date-time', { type: 'string', validate: isStorableDateTime })
-}
-
-const rfc3339 = (fullFormats['date-time'] as { validate: (value: string) => boolean }).validate
-
-/**
- * RFC 3339, and an instant every store can hold: a leap second (`23:59:60`) is valid RFC 3339
- * but no valid JS Date (it reached the database as an invalid date: a 500), and PGlite refuses
- * year 0 (a 500 there only).
- */
-export function isStorableDateTime(value: string): boolean {
-  if (!rfc3339(value)) return false
-  const time = Date.parse(value)
-  return Number.isFinite(time) && new Date(time).getUTCFullYear() >= 1
 }
 
 /** Compiles a schema once; the returned function narrows `unknown` to the schema's type or throws a 400. */

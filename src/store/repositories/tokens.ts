@@ -115,6 +115,10 @@ export function tokensRepository(knex: Knex, now: Clock) {
     async findById(tenantId: string, id: string): Promise<TokenRecord | undefined> {
       return live().where({ tenant_id: tenantId, id }).first()
     },
+    /** The live token, its row locked until `trx` ends: read-modify-writes of one token run one after another. */
+    async findForUpdate(tenantId: string, id: string, trx: Knex.Transaction): Promise<TokenRecord | undefined> {
+      return live(trx).where({ tenant_id: tenantId, id }).forUpdate().first()
+    },
     /** Every live token among `ids`, in one query (expressions load all of a request's tokens at once). */
     async findMany(tenantId: string, ids: readonly string[]): Promise<TokenRecord[]> {
       if (ids.length === 0) return []

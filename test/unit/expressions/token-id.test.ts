@@ -28,6 +28,11 @@ t.test('whitespace and control characters, which the grammar cannot express', as
   }
 })
 
+t.test('lone surrogates, which have no UTF-8 form: stored as U+FFFD they would name another id', async (t) => {
+  for (const ch of ['\ud800', '\udfff']) t.equal(tokenIdProblem(`ab${ch}cd`), 'must not contain unpaired UTF-16 surrogates')
+  t.equal(tokenIdProblem('ab\ud83d\ude00cd'), null, 'a pair is one character')
+})
+
 t.test('non-strings', async (t) => {
   t.notOk(isValidTokenId(123))
   t.notOk(isValidTokenId(null))

@@ -136,8 +136,12 @@ export const PRELUDE_SOURCE = String.raw`
   const noop = function () {};
   const consoleStub = freeze({ log: noop, info: noop, warn: noop, error: noop, debug: noop });
   let factory;
+  // The factory is made after lockdown, and sloppy code reaches it as arguments.callee: frozen
+  // with its prototype object, it holds nothing one call could leave for the next.
   function define(fn) {
     if (factory !== undefined) throw new TypeError('The Reactor module is already defined');
+    freeze(fn);
+    freeze(fn.prototype);
     factory = fn;
   }
   const expose = function (name, value) {

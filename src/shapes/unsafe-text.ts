@@ -1,4 +1,4 @@
-import type { FieldErrors } from '../../errors/index.js'
+import type { FieldErrors } from '../errors/index.js'
 
 /**
  * Strings that cannot be stored or handed back faithfully: Postgres refuses NUL in text and
