@@ -76,12 +76,18 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
     return { next, data }
   }
 
+  /**
+   * Each live token of `ids`, from the cache or one query, with a copy of its data key that the
+   * caller wipes after use: an entry that leaves the cache (its TTL, room for others, a change)
+   * has its key wiped at once, which may happen while this request still waits for the query.
+   */
   async function loadUsable(tenantId: string, ids: ReadonlySet<string>): Promise<Map<string, UsableToken>> {
     const found = new Map<string, UsableToken>()
+    const own = (token: UsableToken): UsableToken => ({ record: token.record, dataKey: Buffer.from(token.dataKey), aad: token.aad })
     const missing: string[] = []
     for (const id of ids) {
       const hit = cache.get(tenantId, id)
-      if (hit) found.set(id, hit)
+      if (hit) found.set(id, own(hit))
       else missing.push(id)
     }
     if (missing.length === 0) return found
@@ -91,8 +97,8 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
       const binding = { tenantId, tokenId: row.id }
       const dataKey = unwrapDataKey({ keyId: row.key_id, encryptedKey: row.encrypted_key }, binding, keyring)
       const token: UsableToken = { record: row, dataKey, aad: dataAad(binding) }
+      found.set(row.id, own(token))
       cache.put(token, generation)
-      found.set(row.id, token)
     }
     return found
   }
@@ -151,13 +157,17 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
       if (tokenIds.size === 0) return unknownToken
       const usable = await loadUsable(principal.tenantId, tokenIds)
       const values = new Map<string, unknown>()
-      for (const id of tokenIds) {
-        const token = usable.get(id)
-        if (!token) throw new AppError('bad_request', { detail: `Unknown token ${JSON.stringify(id)}.` })
-        const transform = authorizeToken(principal, permission, token.record)
-        const data = transform === 'redact' ? undefined : openData(token.dataKey, token.record.ciphertext, token.aad)
-        const shaped = data === undefined ? undefined : shape(transform, token.record, data)
-        values.set(id, shaped === undefined ? null : shaped)
+      try {
+        for (const id of tokenIds) {
+          const token = usable.get(id)
+          if (!token) throw new AppError('bad_request', { detail: `Unknown token ${JSON.stringify(id)}.` })
+          const transform = authorizeToken(principal, permission, token.record)
+          const data = transform === 'redact' ? undefined : openData(token.dataKey, token.record.ciphertext, token.aad)
+          const shaped = data === undefined ? undefined : shape(transform, token.record, data)
+          values.set(id, shaped === undefined ? null : shaped)
+        }
+      } finally {
+        for (const token of usable.values()) token.dataKey.fill(0)
       }
       return (id) => (values.has(id) ? values.get(id) : unknownToken(id))
     },

@@ -46,3 +46,22 @@ t.test('an expiring token leaves the cache when it expires', async (t) => {
   clock.advance(1_000)
   t.equal((await app.request('POST', '/detokenize', { key, body: { x: `{{ ${tok.body.id} }}` } })).status, 400)
 })
+
+t.test('a cached token that leaves the cache while a request waits for another token still opens', async (t) => {
+  const clock = testClock()
+  const app = await startTestApp(t, {}, { clock })
+  const key = await appKey(app, { type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read'] }] })
+  const create = async (data: string) => (await app.request('POST', '/tokens', { key, body: { type: 'token', data } })).body.id as string
+  const [cached, uncached] = [await create('in the cache'), await create('loaded')]
+  t.equal((await app.request('POST', '/detokenize', { key, body: { x: `{{ ${cached} }}` } })).status, 200)
+  const principal = await app.services.authenticator.authenticate(key)
+  // Takes `cached` from the cache, then waits for the query that loads `uncached`...
+  const both = app.services.tokens.resolve(principal, new Set([cached, uncached]), 'token:read')
+  // ...meanwhile the entry outlives its TTL and another request's look-up drops it (wiping its data key).
+  clock.advance(31_000)
+  const alone = await app.services.tokens.resolve(principal, new Set([cached]), 'token:read')
+  t.equal(alone(cached), 'in the cache')
+  const lookup = await both
+  t.equal(lookup(cached), 'in the cache', 'the waiting request opens it with an intact key')
+  t.equal(lookup(uncached), 'loaded')
+})
