@@ -35,12 +35,16 @@ async function main(): Promise<void> {
   server.headersTimeout = 15_000
   server.requestTimeout = 120_000
   server.keepAliveTimeout = 5_000
-  await new Promise<void>((resolve) => server.listen(config.port, config.host, resolve))
+  await listen(server, config.port, config.host).catch((err: unknown) => {
+    throw cannotListen(err, `HOST=${config.host} PORT=${config.port}`)
+  })
   const address = server.address()
   logger.info({ address }, 'tessera listening')
   if (config.metrics.mode === 'port') {
     // Dies with the process; a scrape during the drain still answers.
-    const metricsServer = await startMetricsServer(services.metrics, config.metrics.host, config.metrics.port, logger)
+    const metricsServer = await startMetricsServer(services.metrics, config.metrics.host, config.metrics.port, logger).catch((err: unknown) => {
+      throw cannotListen(err, `SVC_METRICS_HOST=${config.metrics.host} SVC_METRICS_PORT=${config.metrics.port}`)
+    })
     metricsServer.unref()
     logger.info({ address: metricsServer.address() }, 'metrics listening')
   }
@@ -52,6 +56,32 @@ async function main(): Promise<void> {
   }
   process.on('SIGTERM', () => stop('SIGTERM'))
   process.on('SIGINT', () => stop('SIGINT'))
+}
+
+/** Without an 'error' listener a failed listen (a name that does not resolve, a port in use) crashes with a stack. */
+function listen(server: http.Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(port, host, () => {
+      server.off('error', reject)
+      resolve()
+    })
+  })
+}
+
+const LISTEN_FAILURES: Record<string, string> = {
+  EADDRINUSE: 'address in use',
+  EADDRNOTAVAIL: 'address not available on this machine',
+  EACCES: 'permission denied',
+  ENOTFOUND: 'host name not found',
+  EAI_AGAIN: 'host name lookup failed',
+}
+
+/** One line naming the variables to change, for `main().catch`; the Node error stays the cause. */
+function cannotListen(err: unknown, where: string): Error {
+  const code = (err as NodeJS.ErrnoException).code
+  const reason = (code === undefined ? undefined : LISTEN_FAILURES[code]) ?? (err instanceof Error ? err.message : String(err))
+  return new Error(`cannot listen on ${where}: ${reason}`, { cause: err })
 }
 
 main().catch((err: unknown) => {

@@ -59,6 +59,8 @@ export function applicationKeysService(deps: { store: Store; hasher: ApiKeyHashe
       authorizeApplicationChange(caller, app)
       if (!isUuid(keyId)) throw notFound()
       const deleted = await store.transaction(async (trx) => {
+        // The Application's row first, as every change of its keys and sessions locks it.
+        if (!(await store.applications.lock(caller.tenantId, app.id, trx))) return undefined
         const keyHash = await store.applicationKeys.delete(caller.tenantId, app.id, keyId, trx)
         return keyHash === undefined ? undefined : { keyHash, sessions: await store.sessions.deleteOfKey(caller.tenantId, keyHash, trx) }
       })

@@ -128,12 +128,17 @@ export function applicationsService(deps: ApplicationsDeps) {
 
     async deleteApplication(caller: Principal, id: string): Promise<void> {
       authorizeApplicationChange(caller, await find(caller.tenantId, id))
-      const { keyHash, extraKeys, sessions } = await store.transaction(async (trx) => ({
-        sessions: await store.sessions.deleteOf(caller.tenantId, id, trx),
-        // Deleted with the Application (foreign key cascade).
-        extraKeys: await store.applicationKeys.hashesOf(caller.tenantId, id, trx),
-        keyHash: await store.applications.delete(caller.tenantId, id, trx),
-      }))
+      const deleted = await store.transaction(async (trx) => {
+        // The Application's row first, as every change of its keys and sessions locks it.
+        if (!(await store.applications.lock(caller.tenantId, id, trx))) return undefined
+        return {
+          sessions: await store.sessions.deleteOf(caller.tenantId, id, trx),
+          // Deleted with the Application (foreign key cascade).
+          extraKeys: await store.applicationKeys.hashesOf(caller.tenantId, id, trx),
+          keyHash: await store.applications.delete(caller.tenantId, id, trx),
+        }
+      })
+      const { keyHash, extraKeys = [], sessions = [] } = deleted ?? {}
       if (!keyHash) throw new AppError('not_found', { detail: 'No Application with this id.' })
       await invalidate([keyHash, ...extraKeys], sessions)
     },

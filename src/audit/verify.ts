@@ -81,7 +81,8 @@ async function verifyTenant(reader: ChainReader, tenantId: string, ctx: Context)
   const report: TenantChainReport = { tenantId, ok: true, entries: 0, firstSeq: null, lastSeq: null, checkpoints: checkpoints.length, anchorSeq: null }
   const breaks: ChainBreak[] = checkpoints.flatMap((cp) => checkpointProblem(cp, ctx.keyring) ?? [])
 
-  let batch = await reader.entries(tenantId, 0, ctx.chunk)
+  // From the lowest seq there is: a row inserted below 1 must be found too, not skipped.
+  let batch = await reader.entries(tenantId, Number.MIN_SAFE_INTEGER, ctx.chunk)
   const start = startOfChain(batch[0], head, checkpoints, ctx.oldestAnchor)
   if ('break' in start) breaks.push(start.break)
   else {
@@ -122,6 +123,7 @@ type Start = { anchor?: CheckpointRow } | { break: ChainBreak }
 function startOfChain(first: AuditRow | undefined, head: ChainHead | undefined, checkpoints: CheckpointRow[], oldestAnchor: Date): Start {
   const firstSeq = first?.seq ?? (head ? head.seq + 1 : 1)
   if (firstSeq === 1) return {}
+  if (first && firstSeq < 1) return { break: { seq: firstSeq, entryId: first.id, reason: 'unexpected', detail: `entry ${firstSeq} lies before the chain's first entry (1)` } }
   const anchor = checkpoints[0]
   if (!anchor || anchor.seq > firstSeq - 1) {
     return { break: { seq: 1, reason: 'missing', detail: `entries 1 to ${firstSeq - 1} are missing and no checkpoint anchors entry ${firstSeq}` } }

@@ -1,6 +1,6 @@
 import type { Command } from 'commander'
 import { ConfigError, loadConfig, type Config } from '../config/index.js'
-import { resolveSecrets, type Secrets } from '../config/secrets.js'
+import { requireSecret, SecretsError, type SecretName } from '../config/secrets.js'
 import { openStore, type Store } from '../store/index.js'
 import { CliError, EXIT_USAGE } from './cli-error.js'
 
@@ -37,6 +37,12 @@ export async function withStore<T>(config: Config, fn: (store: Store) => Promise
   }
 }
 
-export function cliSecrets(config: Config): Pick<Secrets, 'masterKey' | 'keyHashSecret'> {
-  return resolveSecrets(config)
+/** A secret the servers use; missing, it is a configuration error (exit 2), never generated. */
+export function cliSecret(config: Config, name: SecretName): string {
+  try {
+    return requireSecret(config, name)
+  } catch (err) {
+    if (err instanceof SecretsError) throw new CliError(err.message, EXIT_USAGE)
+    throw err
+  }
 }

@@ -4,7 +4,7 @@ const SECRET_KEYS = new Set<keyof Config>(['masterKey', 'bootstrapApiKey', 'oper
 
 /**
  * The effective configuration as an operator may see it: secrets replaced by whether they are set
- * (the master key by its key ids only), passwords removed from URLs.
+ * (the master key by its key ids only), passwords hidden in URLs (userinfo and query).
  */
 export function describeConfig(config: Config): Record<string, unknown> {
   const out: Record<string, unknown> = {}
@@ -28,10 +28,17 @@ function describeEmbedded(name: 'databaseUrl' | 'redisUrl', dataDir: string): st
   return name === 'databaseUrl' ? `(unset: embedded PGlite under ${dataDir}/pglite)` : '(unset: rate windows in process)'
 }
 
+/**
+ * pg and ioredis take query parameters as options too (`?password=`, ioredis's `sentinelPassword`,
+ * libpq's `sslpassword`); `sslkey` is a file path, not the key.
+ */
+const SECRET_PARAM = /password|passphrase|secret/i
+
 function withoutPassword(url: string): string {
   try {
     const parsed = new URL(url)
     if (parsed.password) parsed.password = 'hidden'
+    for (const name of new Set(parsed.searchParams.keys())) if (SECRET_PARAM.test(name)) parsed.searchParams.set(name, 'hidden')
     return parsed.toString()
   } catch {
     return '(unparsable URL, hidden)'

@@ -95,21 +95,29 @@ export class ConfigError extends Error {
 
 const ajv = new Ajv({ coerceTypes: true, useDefaults: true, allErrors: true, strict: false })
 const validate = ajv.compile<RawConfig>(configSchema)
+/** ajv's coercion would also take " 80", "1e3", "0x10" or "1.0" (and a blank as 0). */
+const DECIMAL = /^-?[0-9]+$/
 
 /**
  * Validates every variable at once (the schema, then the parsers of structured values, then the
  * bounds that only make sense in order) and returns a frozen Config; throws ConfigError listing
- * every problem.
+ * every problem. A blank value (empty or only whitespace) is unset: its default applies.
  */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const set: Record<string, string> = {}
   const raw: Record<string, unknown> = {}
-  for (const key of Object.keys(configSchema.properties)) {
+  const problems: string[] = []
+  for (const [key, schema] of Object.entries(configSchema.properties)) {
     const value = env[key]
-    if (value !== undefined && value !== '') raw[key] = value
+    if (value === undefined || value.trim() === '') continue
+    set[key] = value
+    if (schema.type === 'integer' && !DECIMAL.test(value)) problems.push(`${key} must be a whole number in decimal digits, not ${JSON.stringify(value)}`)
+    else raw[key] = value
   }
+  if (!validate(raw)) problems.push(...(validate.errors ?? []).map(describeSchemaError))
   // Bounds are compared only once every value has its type.
-  const problems = validate(raw) ? orderingProblems(raw as RawConfig) : (validate.errors ?? []).map(describeSchemaError)
-  problems.push(...valueProblems(env))
+  else if (problems.length === 0) problems.push(...orderingProblems(raw))
+  problems.push(...valueProblems(set))
   if (problems.length > 0) throw new ConfigError(problems)
   const r = raw as RawConfig
   return deepFreeze({
@@ -144,7 +152,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maintenanceSeconds: r.SVC_AUDIT_MAINTENANCE_SECONDS,
       pruneInService: r.SVC_AUDIT_PRUNE_IN_SERVICE,
     },
-    metrics: { mode: r.SVC_METRICS as Config['metrics']['mode'], port: r.SVC_METRICS_PORT, host: r.SVC_METRICS_HOST },
+    metrics: { mode: r.SVC_METRICS, port: r.SVC_METRICS_PORT, host: r.SVC_METRICS_HOST },
     proxy: { timeoutMs: r.SVC_PROXY_TIMEOUT_MS, allowHttp: r.SVC_PROXY_ALLOW_HTTP, allowPrivate: r.SVC_PROXY_ALLOW_PRIVATE },
     expressions: { maxTokens: r.SVC_MAX_EXPRESSION_TOKENS },
     reactors: {
@@ -181,7 +189,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 }
 
 function describeSchemaError(e: NonNullable<typeof validate.errors>[number]): string {
-  const allowed = e.params && 'allowedValues' in e.params ? ` (${String(e.params.allowedValues)})` : ''
+  const allowed = Array.isArray(e.params.allowedValues) ? `: ${e.params.allowedValues.join(', ')}` : ''
   return `${e.instancePath.slice(1) || 'config'} ${e.message ?? 'is invalid'}${allowed}`
 }
 
@@ -189,9 +197,9 @@ function describeSchemaError(e: NonNullable<typeof validate.errors>[number]): st
  * Values with a structure of their own, checked by the parser that later reads them, so a bad one
  * stops the start (exit 2) rather than failing when the app is built. No message quotes key material.
  */
-function valueProblems(env: Record<string, string | undefined>): string[] {
+function valueProblems(set: Record<string, string | undefined>): string[] {
   const problems: string[] = []
-  const masterKey = env.SVC_MASTER_KEY
+  const masterKey = set.SVC_MASTER_KEY
   if (masterKey) {
     try {
       parseKeyring(masterKey)
@@ -200,7 +208,7 @@ function valueProblems(env: Record<string, string | undefined>): string[] {
       problems.push(...err.problems.map((p) => `SVC_MASTER_KEY: ${p}`))
     }
   }
-  for (const entry of listEntries(env.SVC_TRUSTED_PROXIES ?? '')) {
+  for (const entry of listEntries(set.SVC_TRUSTED_PROXIES ?? '')) {
     try {
       parseRange(entry)
     } catch (err) {

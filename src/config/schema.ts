@@ -3,11 +3,14 @@ import { defaultRates, rateScopes, rateVariable, type RateVariable } from './rat
 
 const rate = Type.String({ pattern: '^[1-9][0-9]*/[1-9][0-9]*$', description: '<count>/<seconds>' })
 const positiveInt = (min: number, max: number, dflt: number) => Type.Integer({ minimum: min, maximum: max, default: dflt })
+// `enum`, not a union of literals: one error listing the allowed values instead of one per value.
+const oneOf = <const T extends readonly string[]>(values: T, dflt: T[number]) => Type.Unsafe<T[number]>({ type: 'string', enum: [...values], default: dflt })
 const rateVariables = Object.fromEntries(rateScopes.map((scope) => [rateVariable(scope), Type.String({ ...rate, default: defaultRates[scope] })])) as Record<RateVariable, TString>
 
 /**
  * Every environment variable Tessera reads, with its default. Values arrive as strings and are
- * coerced by ajv (`coerceTypes`), so `PORT=abc` is reported rather than silently becoming NaN.
+ * coerced by ajv (`coerceTypes`), so `PORT=abc` is reported rather than silently becoming NaN;
+ * loadConfig first drops blank values and refuses integers not in decimal digits, which ajv would coerce.
  */
 export const configSchema = Type.Object(
   {
@@ -21,10 +24,7 @@ export const configSchema = Type.Object(
     SVC_BOOTSTRAP_API_KEY: Type.Optional(Type.String({ pattern: '^(tsr_mgmt_|key_)[A-Za-z0-9]{32,}$' })),
     SVC_OPERATOR_KEY: Type.Optional(Type.String({ minLength: 32 })),
     SVC_KEY_HASH_SECRET: Type.Optional(Type.String({ minLength: 32 })),
-    SVC_LOG_LEVEL: Type.Union(
-      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
-      { default: 'info' },
-    ),
+    SVC_LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
     SVC_BODY_LIMIT_BYTES: positiveInt(1, 1024 * 1024 * 1024, 5 * 1024 * 1024),
     SVC_PROXY_TIMEOUT_MS: positiveInt(1, 600_000, 25_000),
     SVC_PROXY_ALLOW_HTTP: Type.Boolean({ default: false }),
@@ -73,7 +73,7 @@ export const configSchema = Type.Object(
     SVC_AUDIT_MAINTENANCE_SECONDS: positiveInt(1, 86_400, 3600),
     SVC_AUDIT_PRUNE_IN_SERVICE: Type.Boolean({ default: true }),
     // off: no /metrics; port: on SVC_METRICS_HOST:SVC_METRICS_PORT without a key; operator: on the API port with SVC_OPERATOR_KEY.
-    SVC_METRICS: Type.Union(['off', 'port', 'operator'].map((m) => Type.Literal(m)), { default: 'off' }),
+    SVC_METRICS: oneOf(['off', 'port', 'operator'], 'off'),
     SVC_METRICS_PORT: positiveInt(0, 65535, 9464),
     SVC_METRICS_HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
   },

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import type { Config } from './load-config.js'
 
@@ -16,12 +16,25 @@ interface SecretsFile {
   key_hash_secret?: string
 }
 
+export type SecretName = keyof SecretsFile
+
+const VARIABLES: Record<SecretName, string> = { master_key: 'SVC_MASTER_KEY', key_hash_secret: 'SVC_KEY_HASH_SECRET' }
+
+/** A secret an operator command needs is neither in the environment nor in the data dir, or the file cannot be read. */
+export class SecretsError extends Error {
+  constructor(message: string) {
+    super(message)
+    this.name = 'SecretsError'
+  }
+}
+
 /**
  * Secrets come from the environment; what is missing is generated once into
  * `<dataDir>/secrets.json` (mode 0600) so a zero-setup start keeps working across restarts.
+ * Only the server calls this: see `requireSecret` for everything else.
  */
 export function resolveSecrets(config: Config): Secrets {
-  const file = path.resolve(config.dataDir, 'secrets.json')
+  const file = secretsFile(config)
   const stored = readSecretsFile(file)
   const generated: string[] = []
   let masterKey = config.masterKey
@@ -43,11 +56,39 @@ export function resolveSecrets(config: Config): Secrets {
   return { masterKey, keyHashSecret, generated }
 }
 
+/**
+ * A secret the servers use, for operator commands: from the environment, else from
+ * `<dataDir>/secrets.json`; never generated, because a fresh secret opens nothing the servers
+ * wrote (a key that never authenticates, an audit log that looks tampered with).
+ */
+export function requireSecret(config: Config, name: SecretName): string {
+  const fromEnv = name === 'master_key' ? config.masterKey : config.keyHashSecret
+  if (fromEnv) return fromEnv
+  const file = secretsFile(config)
+  const stored = readSecretsFile(file)[name]
+  if (stored) return stored
+  const where = existsSync(file) ? `${file} holds no ${name}` : `${file} does not exist`
+  throw new SecretsError(`${VARIABLES[name]} is not set and ${where}: set it to the servers' value (operator commands never generate secrets)`)
+}
+
+/** The secret the data dir holds, if it can be read, whatever the environment says (to tell a wrong variable from a tampered database). */
+export function storedSecret(config: Config, name: SecretName): string | undefined {
+  try {
+    return readSecretsFile(secretsFile(config))[name]
+  } catch {
+    return undefined
+  }
+}
+
+export function secretsFile(config: Config): string {
+  return path.resolve(config.dataDir, 'secrets.json')
+}
+
 function readSecretsFile(file: string): SecretsFile {
   try {
     return JSON.parse(readFileSync(file, 'utf8')) as SecretsFile
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {}
-    throw new Error(`cannot read ${file}: ${(err as Error).message}`)
+    throw new SecretsError(`cannot read ${file}: ${(err as Error).message}`)
   }
 }

@@ -6,7 +6,7 @@ import type { Forwarder } from '../egress/forward.js'
 import type { TokenResolver } from '../proxy/plugins/detokenize/index.js'
 import { createPreconfiguredPipelines } from '../proxy/preconfigured-proxy.js'
 import type { InvalidationBus } from '../cache/invalidation-bus.js'
-import type { CodeHost } from '../reactors/code-host.js'
+import { saveBound, type CodeHost } from '../reactors/code-host.js'
 import { isUuid } from '../shapes/ids.js'
 import { newRecordStamp, type Page, type ProxyRecord, type Store } from '../store/index.js'
 import { createProxyCache, type CachedProxy } from './proxy-cache.js'
@@ -67,7 +67,7 @@ export function preconfiguredProxiesService(deps: { store: Store; bus: Invalidat
         version: host.version(proxyCode(input)),
       }
       validatePlugins(proxy)
-      await store.proxies.insert(proxy)
+      await saveBound(store.proxies.insert(proxy))
       return { proxy, key }
     },
 
@@ -81,7 +81,7 @@ export function preconfiguredProxiesService(deps: { store: Store; bus: Invalidat
       await checkProxyInput(caller, input, { host, policy: config.proxy })
       const patch = { ...proxyFields(caller, input), version: host.version(proxyCode(input), { code: proxyCode(current), version: current.version }) }
       validatePlugins({ ...current, ...patch })
-      const updated = await store.proxies.update(caller.tenantId, id, patch)
+      const updated = await saveBound(store.proxies.update(caller.tenantId, id, patch))
       await cache.invalidate(current.key_hash)
       if (!updated) throw notFound()
       retireChangedTransforms(host, current, updated)

@@ -4,7 +4,7 @@ import { authorizeBinding, authorizeLifetime } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import { AppError, ValidationError, type FieldErrors } from '../errors/index.js'
 import { isUuid } from '../shapes/ids.js'
-import type { ApplicationRecord, Store } from '../store/index.js'
+import { isForeignKeyViolation, type ApplicationRecord, type Store } from '../store/index.js'
 import type { InvocationContext } from './bridges.js'
 import type { ReactorInvocation, ReactorOutcome, ReactorSupervisor } from './supervisor.js'
 
@@ -66,6 +66,19 @@ export interface CodeHost extends CodeRunner {
   actor(tenantId: string, applicationId: string | null): Promise<Principal | undefined>
   /** The code is gone: its warm isolates go too. */
   retire(id: string): void
+}
+
+/**
+ * Stores code bound to the Application `check` found. Deleted since (the row's foreign key
+ * refuses it), the Application is as unknown as if `check` had not found it: 400, not a 500.
+ */
+export async function saveBound<T>(write: Promise<T>): Promise<T> {
+  try {
+    return await write
+  } catch (err) {
+    if (isForeignKeyViolation(err)) throw ValidationError.field('application.id', 'no Application with this id')
+    throw err
+  }
 }
 
 export function createCodeHost(deps: { store: Store; runtime: CodeRuntime; codeMaxChars: number }): CodeHost {

@@ -8,7 +8,7 @@ import { changeStamp, newRecordStamp, type Page, type ReactorRecord, type Store 
 import type { TokenService, TokenView } from '../vault/token-service.js'
 import { detokenizeValue, tokenizeValue } from '../vault/tokenize.js'
 import type { VaultKeys } from '../vault/vault-keys.js'
-import type { CodeDraft, CodeHost, ReactorOutcome } from './code-host.js'
+import { saveBound, type CodeDraft, type CodeHost, type ReactorOutcome } from './code-host.js'
 import type { ReactorCache } from './reactor-cache.js'
 
 export interface ReactorInput {
@@ -71,7 +71,7 @@ export function reactorsService(deps: {
         configuration: input.configuration ?? {},
         application_id: input.application?.id ?? null,
       }
-      await store.reactors.insert(reactor)
+      await saveBound(store.reactors.insert(reactor))
       return reactor
     },
 
@@ -83,14 +83,14 @@ export function reactorsService(deps: {
       const current = await find(caller.tenantId, id)
       await host.authorizeBound(caller, current.application_id)
       await host.check(caller, draft(input))
-      const updated = await store.reactors.update(caller.tenantId, id, {
+      const updated = await saveBound(store.reactors.update(caller.tenantId, id, {
         name: input.name,
         code: input.code,
         version: host.version([input.code], { code: [current.code], version: current.version }),
         configuration: input.configuration ?? {},
         application_id: input.application?.id ?? null,
         ...changeStamp(caller),
-      })
+      }))
       await cache.invalidate(id)
       if (!updated) throw notFound()
       return updated

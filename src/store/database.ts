@@ -6,6 +6,7 @@ import type { Logger } from 'pino'
 import type { Config } from '../config/index.js'
 import { migrationSource } from '../../migrations/index.js'
 import { BoundedPg, BoundedPgLite, type UnavailableCounts } from './bounded-client.js'
+import { lockDataDir } from './data-dir-lock.js'
 import { Listener, type ListenerState } from './listener.js'
 
 export type DatabaseKind = 'postgres' | 'pglite'
@@ -72,8 +73,15 @@ const CLIENT_MARGIN_MS = 1_000
 /** Opens Postgres when DATABASE_URL is set, otherwise embedded PGlite, and runs the migrations. */
 export async function openDatabase(config: Config, options: OpenDatabaseOptions = {}): Promise<Database> {
   if (!config.databaseUrl) {
-    const db = openPglite(config, options)
-    if (options.migrate !== false) await db.knex.migrate.latest({ migrationSource })
+    const db = await openPglite(config, options)
+    if (options.migrate !== false) {
+      try {
+        await db.knex.migrate.latest({ migrationSource })
+      } catch (err) {
+        await db.close() // or the data directory stays locked for the rest of this process
+        throw err
+      }
+    }
     return db
   }
   const admin = { url: config.databaseUrl, acquireTimeoutMs: config.database.acquireTimeoutMs, logger: options.logger }
@@ -169,11 +177,14 @@ function openPostgres(config: Config, url: string, options: OpenDatabaseOptions)
   }
 }
 
-function openPglite(config: Config, options: OpenDatabaseOptions): Database {
+async function openPglite(config: Config, options: OpenDatabaseOptions): Promise<Database> {
   let connection = {} as Knex.StaticConnectionConfig
+  let unlock = async () => {}
   if (!options.inMemory) {
     const filename = path.resolve(config.dataDir, 'pglite')
     mkdirSync(filename, { recursive: true })
+    // Before PGlite touches the files (knex starts it at once): one process owns them.
+    unlock = await lockDataDir(filename, options.logger)
     connection = { filename }
   }
   // One connection (PGlite is single-user): the acquire bound is what keeps a queue of requests bounded.
@@ -191,6 +202,10 @@ function openPglite(config: Config, options: OpenDatabaseOptions): Database {
     stats: () => poolStats(knex, unavailable),
     async close() {
       await knex.destroy()
+      // knex closes PGlite only if it ever handed out the connection; the next owner must find it closed.
+      const pglite = (knex.client as { pglite?: { closed: boolean; close(): Promise<void> } }).pglite
+      if (pglite && !pglite.closed) await pglite.close()
+      await unlock()
     },
   }
 }

@@ -80,6 +80,11 @@ export type { ProxyRecord, ProxyPatch } from './repositories/proxies.js'
 export type { IdempotencyRecord } from './repositories/idempotency.js'
 export type { AuditRow, UnsealedAuditRow, ChainHead, CheckpointRow, ChainSealer, AuditFilter, AuditPosition, ChainReader, AuditRepository } from './repositories/audit.js'
 
+/** A foreign key that names a row deleted meanwhile (Postgres or PGlite). */
+export function isForeignKeyViolation(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === '23503'
+}
+
 /** A Postgres (or PGlite) unique-constraint violation, for translating into a 409. */
 export function isUniqueViolation(err: unknown): boolean {
   return (err as { code?: unknown } | null)?.code === '23505'

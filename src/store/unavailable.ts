@@ -5,8 +5,9 @@ export const RETRY_AFTER_SECONDS = 5
 
 // SQLSTATEs that mean "the database could not do it now", not "the request is wrong":
 // 57014 statement time-out, 57P01-03 shutdown / crash / not yet accepting, 53300 too many
-// connections, 55P03 lock time-out, 25P03 idle-in-transaction time-out, class 08 connection.
-const SERVER_CODES = new Set(['57014', '57P01', '57P02', '57P03', '53300', '55P03', '25P03'])
+// connections, 55P03 lock time-out, 25P03 idle-in-transaction time-out, class 08 connection,
+// 40P01 deadlock and 40001 serialization failure (the transaction was rolled back: a retry may pass).
+const SERVER_CODES = new Set(['57014', '57P01', '57P02', '57P03', '53300', '55P03', '25P03', '40P01', '40001'])
 // Socket-level failures of the driver (no SQLSTATE).
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'])
 // pg and knex report these without a code.

@@ -1,10 +1,17 @@
 import type { Store } from '../store/index.js'
 import { rewrapDataKey, type Keyring } from './crypto/index.js'
-import { rewrapHashSecret } from './vault-keys.js'
+import { checkMasterKeys, rewrapHashSecret } from './vault-keys.js'
 
 export interface RewrapProgress {
   rewrapped: number
   skipped: number
+}
+
+export interface RewrapOptions {
+  batchSize?: number
+  /** Once the keys are proven to open the database: how many data keys are to re-wrap. */
+  onStart?: (total: number) => void
+  onBatch?: (p: RewrapProgress) => void
 }
 
 /**
@@ -13,9 +20,12 @@ export interface RewrapProgress {
  * concurrent update (which already writes under the primary key) is never overwritten; an
  * interrupted run is resumed by running it again.
  */
-export async function rewrapAll(store: Store, keyring: Keyring, options: { batchSize?: number; onBatch?: (p: RewrapProgress) => void } = {}): Promise<RewrapProgress> {
+export async function rewrapAll(store: Store, keyring: Keyring, options: RewrapOptions = {}): Promise<RewrapProgress> {
   const batchSize = options.batchSize ?? 500
   const progress: RewrapProgress = { rewrapped: 0, skipped: 0 }
+  // Before anything is counted or reported: a wrong key must fail, not find nothing to do.
+  await checkMasterKeys(store, keyring)
+  if (options.onStart) options.onStart(await store.tokens.countWrappedNotUnder(keyring.primaryId))
   await rewrapHashSecret(store, keyring)
   for (;;) {
     const rows = await store.tokens.findWrappedNotUnder(keyring.primaryId, batchSize)

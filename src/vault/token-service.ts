@@ -141,11 +141,15 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
     },
 
     async deleteToken(principal: Principal, id: string): Promise<void> {
-      const record = await find(principal, id)
-      authorizeToken(principal, 'token:delete', record)
-      const deleted = await store.tokens.delete(principal.tenantId, id)
+      crypto()
+      // Locked from the check to the delete: a concurrent move out of the caller's reach is seen.
+      await store.transaction(async (trx) => {
+        const record = id.length <= 400 ? await store.tokens.findForUpdate(principal.tenantId, id, trx) : undefined
+        if (!record) throw new AppError('not_found', { detail: 'No token with this id.' })
+        authorizeToken(principal, 'token:delete', record)
+        await store.tokens.delete(principal.tenantId, id, trx)
+      })
       await cache.invalidate(principal.tenantId, id)
-      if (!deleted) throw new AppError('not_found', { detail: 'No token with this id.' })
     },
 
     /**

@@ -2,6 +2,7 @@ import type { Logger } from 'pino'
 import { AppError } from '../errors/index.js'
 import type { Store } from '../store/index.js'
 import {
+  DecryptError,
   generateHashSecret,
   HASH_SECRET_PURPOSE,
   TokenDataHasher,
@@ -58,6 +59,29 @@ async function loadHashSecret(store: Store, keyring: Keyring): Promise<Buffer> {
   const wrapped = wrapSecret(secret, HASH_SECRET_PURPOSE, keyring)
   await store.meta.set(HASH_SECRET, JSON.stringify({ keyId: wrapped.keyId, encryptedKey: wrapped.encryptedKey.toString('base64') }))
   return secret
+}
+
+/**
+ * Proves the keyring opens this database before a rotation touches or reports anything: each
+ * configured key matches the check value recorded for its id, and the stored hash secret
+ * unwraps. Without it a wrong key whose id is already the primary one finds nothing to re-wrap
+ * and reports success.
+ */
+export async function checkMasterKeys(store: Store, keyring: Keyring): Promise<void> {
+  const recorded = await store.meta.get(CHECK_VALUES)
+  const mismatched = recorded ? keyring.verifyCheckValues(JSON.parse(recorded) as Record<string, string>).mismatched : []
+  if (mismatched.length) throw new DecryptError('authentication', `master key ${mismatched.join(', ')} does not match the key this database was encrypted with`)
+  const raw = await store.meta.get(HASH_SECRET)
+  if (!raw) return
+  const stored = JSON.parse(raw) as StoredSecret
+  try {
+    unwrapSecret({ keyId: stored.keyId, encryptedKey: Buffer.from(stored.encryptedKey, 'base64') }, HASH_SECRET_PURPOSE, keyring).fill(0)
+  } catch (err) {
+    if (err instanceof DecryptError && err.reason === 'authentication') {
+      throw new DecryptError('authentication', `master key ${stored.keyId} does not open this database (the keyed-hash secret stored under it does not decrypt)`)
+    }
+    throw err
+  }
 }
 
 /** Re-wraps the hash secret under the primary key (part of a master-key rotation). */

@@ -139,6 +139,23 @@ t.test('deleting a key ends the sessions created or authorized with it', async (
   t.equal((await app.request('GET', `/tokens/${token}`, { key: byOwn })).status, 200, 'the one authorized with the own key stays')
 })
 
+t.test('deleting an Application while its key is regenerated and an extra key deleted: no deadlock, no 500', async (t) => {
+  const publicGrant = { type: 'public', rules: [{ priority: 1, container: '/general/', transform: 'mask', permissions: ['token:create'] }] }
+  for (let round = 0; round < 6; round++) {
+    const target = await createApp(app, publicGrant)
+    const extra = (await app.request('POST', `/applications/${target.id}/keys`)).body as { id: string; key: string }
+    await Promise.all(Array.from({ length: 10 }, (_, i) => app.request('POST', '/sessions', { key: i % 2 ? target.key : extra.key })))
+    const answers = await Promise.all([
+      app.request('DELETE', `/applications/${target.id}`),
+      app.request('POST', `/applications/${target.id}/regenerate`),
+      app.request('DELETE', `/applications/${target.id}/keys/${extra.id}`),
+    ])
+    const statuses = answers.map((r) => r.status)
+    t.equal(statuses[0], 204, `round ${round}: the delete succeeds`)
+    t.ok(statuses.slice(1).every((s) => s === 200 || s === 204 || s === 404), `round ${round}: the others succeed or find it gone (${statuses.join(', ')})`)
+  }
+})
+
 t.test('a deleted key is refused by a second process', { skip: process.env.DATABASE_URL ? false : 'needs DATABASE_URL (PGlite is one process)' }, async (t) => {
   const a = await startTestApp(t)
   const b = await startTestApp(t, {}, { reuse: a })

@@ -96,6 +96,15 @@ t.test('the four ways of breaking the chain are each found at the first broken l
     t.match(await firstBreak(tenant), { seq: 4, reason: 'unexpected' })
   })
 
+  t.test('inserted before the start (seq 0 or below)', async (t) => {
+    for (const seq of [0, -5]) {
+      const tenant = await chainWith(3)
+      const [copy] = await auditRows(app, tenant)
+      await tamper(app, (k) => k('audit_events').insert({ ...copy, seq, id: randomUUID(), target_ids: JSON.stringify(copy!.target_ids), token_ids: '[]', hash: randomBytes(32).toString('hex') }))
+      t.match(await firstBreak(tenant), { seq, reason: 'unexpected' }, `seq ${seq}`)
+    }
+  })
+
   t.test('the last entries removed', async (t) => {
     const tenant = await chainWith(5)
     await tamper(app, (k) => k('audit_events').where({ tenant_id: tenant }).where('seq', '>=', 4).delete())

@@ -324,3 +324,27 @@ t.test('a proxy without require_auth: its entries name the proxy as the actor, n
   t.match(await entries('auth.denied', since), [{ tenant_id: tenant, actor_kind: 'proxy', actor_id: proxy.body.id, status: 403, request_route: '/proxy' }])
   noSecret(t, (await auditRows(app, tenant)).filter((r) => Number(r.seq) > since))
 })
+
+t.test('refusals at a pre-configured proxy name the caller that was refused, in its tenant', async (t) => {
+  const proxy = await app.request('POST', '/proxies', { body: { name: 'needs callers', destination_url: stub.origin } })
+  t.equal(proxy.status, 201)
+  secrets.push(proxy.body.key)
+  const publicApp = await app.request('POST', '/applications', { body: { name: 'browser', type: 'public', rules: [{ priority: 1, container: '/general/', transform: 'redact', permissions: ['token:create'] }] } })
+  const noUse = await app.request('POST', '/applications', { body: { name: 'no use', type: 'private', permissions: ['token:read'] } })
+  secrets.push(publicApp.body.key, noUse.body.key)
+  const since = await headSeq()
+  const call = (apiKey: string, proxyKey: string) =>
+    rawRequest(app.url, { method: 'POST', path: '/proxy', body: '{}', headers: ['SVC-PROXY-KEY', proxyKey, 'SVC-API-KEY', apiKey, 'Content-Type', 'application/json'] })
+  const cases: [string, string, string][] = [
+    ['a public key', publicApp.body.key, proxy.body.key],
+    ['a key without token:use', noUse.body.key, proxy.body.key],
+    ['an unknown proxy key', key, `${proxy.body.key.slice(0, -4)}zzzz`],
+  ]
+  for (const [, apiKey, proxyKey] of cases) t.equal((await call(apiKey, proxyKey)).status, 403)
+  const denied = await entries('auth.denied', since)
+  t.same(
+    denied.map((r) => [r.tenant_id, r.actor_kind, r.actor_id]),
+    [publicApp.body.id, noUse.body.id, callerId].map((id) => [tenant, 'application', id]),
+    'each refusal in the tenant chain, naming the caller',
+  )
+})

@@ -1,11 +1,15 @@
 import { execFile } from 'node:child_process'
-import { randomUUID } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { runAuditVerify } from '../../src/audit/verify-cli.js'
 import { testConfig } from '../../src/config/index.js'
 import { startTestApp, type TestApp } from '../helpers/app.js'
 import { auditEvent, auditRows, defaultTenant, schemaUrl, tamper } from '../helpers/audit.js'
+import { cli as tessera } from '../helpers/cli.js'
 
 const run = promisify(execFile)
 
@@ -97,4 +101,53 @@ t.test('tessera audit verify finds each of the four ways of breaking a chain, at
   }
   t.match(text.stdout, new RegExp(`ok +tenant ${chains.intact}: entries 1\\.\\.6`))
   t.match(text.stdout, /AUDIT CHAIN BROKEN/)
+})
+
+/** The CLI's environment without SVC_KEY_HASH_SECRET, with a data dir (PGlite's, or an empty one beside Postgres). */
+function withoutSecret(t: { teardown(fn: () => unknown): void }, app: TestApp): Record<string, string> {
+  const { SVC_KEY_HASH_SECRET: _dropped, ...env } = cliEnv(app)
+  if (!env.SVC_DATA_DIR) {
+    env.SVC_DATA_DIR = mkdtempSync(path.join(os.tmpdir(), 'tessera-verify-'))
+    t.teardown(() => rmSync(env.SVC_DATA_DIR!, { recursive: true, force: true }))
+  }
+  return env
+}
+
+t.test('audit verify never generates a secret; a wrong one beside secrets.json is named, not a broken chain', async (t) => {
+  const first = await startTestApp(t, {}, { persistent: true })
+  const tenant = await defaultTenant(first)
+  for (let i = 0; i < 3; i++) await first.services.audit.record([auditEvent(tenant)])
+  await first.close()
+  const env = withoutSecret(t, first)
+  const file = path.join(env.SVC_DATA_DIR!, 'secrets.json')
+
+  // The servers ran with their secrets in the environment: nothing in the data dir to use.
+  const missing = await tessera(env, 'audit', 'verify')
+  t.same([missing.code, missing.out], [2, ''], 'could not run, no verdict')
+  t.match(missing.err, `tessera: audit verify could not run: SVC_KEY_HASH_SECRET is not set and ${file} does not exist`)
+  t.notOk(existsSync(file), 'no secrets.json was written')
+
+  // Without a reference, a wrong secret and a log sealed by someone else look the same.
+  const wrong = { ...env, SVC_KEY_HASH_SECRET: randomBytes(32).toString('hex') }
+  const unknown = await tessera(wrong, 'audit', 'verify')
+  t.equal(unknown.code, 1)
+  t.match(unknown.out, /BROKEN .* unknown_key/)
+
+  writeFileSync(file, JSON.stringify({ key_hash_secret: first.config.keyHashSecret }))
+  t.equal((await tessera(env, 'audit', 'verify')).code, 0, 'the data dir\'s secret is used when the variable is unset')
+  const told = await tessera(wrong, 'audit', 'verify')
+  t.same([told.code, told.out], [2, ''])
+  t.match(told.err, `SVC_KEY_HASH_SECRET is not the secret this audit log was sealed with (the key_hash_secret in ${file} is)`)
+})
+
+t.test('an auditor holding only SVC_AUDIT_SECRET verifies without the key-hash secret', async (t) => {
+  const auditSecret = randomBytes(32).toString('hex')
+  const first = await startTestApp(t, { SVC_AUDIT_SECRET: auditSecret }, { persistent: true })
+  await first.services.audit.record([auditEvent(await defaultTenant(first))])
+  await first.close()
+  const env: Record<string, string> = { ...withoutSecret(t, first), SVC_AUDIT_SECRET: auditSecret }
+  const res = await tessera(env, 'audit', 'verify')
+  t.equal(res.code, 0, res.err)
+  t.match(res.out, /all 1 chains intact/)
+  t.notOk(existsSync(path.join(env.SVC_DATA_DIR!, 'secrets.json')), 'no secrets.json was written')
 })

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
 import t, { type Test } from 'tap'
 import { testConfig } from '../../src/config/index.js'
+import { resolveSecrets } from '../../src/config/secrets.js'
 import { createLogger } from '../../src/logger.js'
 import { presentToken } from '../../src/http/presenters/tokens.js'
 import { openServices } from '../../src/services.js'
@@ -18,12 +19,11 @@ import { card } from '../helpers/tokens.js'
  * Postgres schema chosen through the connection string (as an operator could).
  */
 async function storage(t: Test): Promise<Record<string, string>> {
-  const base = { SVC_KEY_HASH_SECRET: randomBytes(32).toString('hex'), SVC_LOG_LEVEL: 'silent' }
-  if (!process.env.DATABASE_URL) {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'tessera-cli-'))
-    t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-    return { ...base, SVC_DATA_DIR: dir }
-  }
+  // The data dir holds PGlite's files, and secrets.json with either database.
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tessera-cli-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const base = { SVC_KEY_HASH_SECRET: randomBytes(32).toString('hex'), SVC_LOG_LEVEL: 'silent', SVC_DATA_DIR: dir }
+  if (!process.env.DATABASE_URL) return base
   const schema = `cli_${randomBytes(6).toString('hex')}`
   const admin = new pg.Client({ connectionString: process.env.DATABASE_URL })
   await admin.connect()
@@ -95,6 +95,54 @@ t.test('master-key rewrap: progress, every data key moved, safe to repeat', asyn
   const wrong = await cli({ ...env, SVC_MASTER_KEY: masterKey('k9') }, 'master-key', 'rewrap')
   t.equal(wrong.code, 1, 'a master key that does not open the database')
   t.match(wrong.err, /^tessera: master key k2 is not configured$/m, 'says which key is missing')
+  // k2 was never recorded by a server (check values name k1 only), so the keyed-hash secret proves it.
+  const wrongNew = await cli({ ...env, SVC_MASTER_KEY: `${masterKey('k2')},${k1}` }, 'master-key', 'rewrap')
+  t.same([wrongNew.code, wrongNew.out], [1, ''])
+  t.match(wrongNew.err, /^tessera: master key k2 does not open this database/m)
   t.equal((await cli({ ...env, SVC_MASTER_KEY: 'not-a-keyring' }, 'master-key', 'rewrap')).code, 2)
   t.equal((await cli(rotated, 'master-key', 'rewrap', '--batch-size', '0')).code, 2)
+})
+
+t.test('master-key rewrap: a wrong key under the id already primary fails, reporting nothing', async (t) => {
+  const env = await storage(t)
+  const k1 = masterKey('k1')
+  const server = await serverOn(t, { ...env, SVC_MASTER_KEY: k1 })
+  const admin = await server.tenants.createTenant('vault')
+  const principal = await server.authenticator.authenticate(admin.key)
+  const writer = { ...principal, type: 'private' as const, permissions: ['token:create', 'token:read'], rules: [] }
+  for (let i = 0; i < 3; i++) await server.tokens.createToken(writer, { type: 'card', data: card() })
+  await server.close()
+
+  // Nothing is under another key, so nothing would be re-wrapped: the key must still be proven.
+  const wrong = await cli({ ...env, SVC_MASTER_KEY: masterKey('k1') }, 'master-key', 'rewrap')
+  t.same([wrong.code, wrong.out], [1, ''], 'exit 1, no "done"')
+  t.equal(wrong.err, 'tessera: master key k1 does not match the key this database was encrypted with')
+  const right = await cli({ ...env, SVC_MASTER_KEY: k1 }, 'master-key', 'rewrap')
+  t.equal(right.code, 0, right.err)
+  t.match(right.out, /done: 0 data key\(s\) now under k1/)
+})
+
+t.test('the CLI never generates secrets: the environment, else secrets.json, else exit 2', async (t) => {
+  const { SVC_KEY_HASH_SECRET: _unset, ...env } = await storage(t)
+  const file = path.join(env.SVC_DATA_DIR!, 'secrets.json')
+  const missing = await cli(env, 'tenant', 'create', 'acme')
+  t.same([missing.code, missing.out], [2, ''])
+  t.equal(missing.err, `tessera: SVC_KEY_HASH_SECRET is not set and ${file} does not exist: set it to the servers' value (operator commands never generate secrets)`)
+  t.match((await cli(env, 'master-key', 'rewrap')).err, `SVC_MASTER_KEY is not set and ${file} does not exist`)
+  t.notOk(existsSync(file), 'nothing generated')
+  writeFileSync(file, JSON.stringify({ master_key: masterKey('k1') }))
+  const partial = await cli(env, 'tenant', 'create', 'acme')
+  t.same([partial.code, partial.err], [2, `tessera: SVC_KEY_HASH_SECRET is not set and ${file} holds no key_hash_secret: set it to the servers' value (operator commands never generate secrets)`])
+
+  // A server's first start without the variables generates both into the data dir; the CLI uses them.
+  rmSync(file)
+  const generated = resolveSecrets(testConfig(env))
+  const res = await cli(env, 'tenant', 'create', 'acme', '--json')
+  t.equal(res.code, 0, res.err)
+  const services = await serverOn(t, { ...env, SVC_MASTER_KEY: generated.masterKey, SVC_KEY_HASH_SECRET: generated.keyHashSecret })
+  const created = JSON.parse(res.out)
+  t.equal((await services.authenticator.authenticate(created.key)).tenantId, created.tenant.id, 'the printed key authenticates')
+  await services.close()
+  const rewrap = await cli(env, 'master-key', 'rewrap')
+  t.equal(rewrap.code, 0, rewrap.err)
 })

@@ -1,6 +1,8 @@
 import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { readFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { cli, masterKey } from '../helpers/cli.js'
@@ -44,7 +46,7 @@ t.test('config: effective values, secrets hidden; a bad variable is exit 2', asy
   for (const secret of [env.SVC_MASTER_KEY.split(',')[0]!.slice(3), env.SVC_OPERATOR_KEY, env.SVC_KEY_HASH_SECRET, env.SVC_AUDIT_SECRET, 's3cret-pw']) t.notMatch(res.out, secret)
   const bad = await cli({ PORT: 'abc', SVC_RATE_LIMIT_GLOBAL: 'lots' }, 'config')
   t.equal(bad.code, 2)
-  t.match(bad.err, /PORT must be integer/)
+  t.match(bad.err, /PORT must be /)
   t.match(bad.err, /SVC_RATE_LIMIT_GLOBAL/, 'every bad variable at once')
 })
 
@@ -53,7 +55,7 @@ t.test('the installed entry point and the npm script alias', async (t) => {
   const res = await run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', '--version'])
   t.equal(res.stdout.trim(), JSON.parse(readFileSync('package.json', 'utf8')).version)
   const failed = await run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'config'], { env: { ...process.env, PORT: 'abc' } }).catch((err: { code: number; stderr: string }) => err)
-  t.match(failed, { code: 2, stderr: /PORT must be integer/ })
+  t.match(failed, { code: 2, stderr: /PORT must be / })
   const pkg = JSON.parse(readFileSync('package.json', 'utf8'))
   t.equal(pkg.bin.tessera, 'dist/src/cli/main.js')
   t.equal(pkg.scripts['rewrap-keys'], `${pkg.scripts.tessera} master-key rewrap`, 'npm run rewrap-keys is the CLI command')
@@ -74,4 +76,20 @@ t.test('a database that cannot be reached: one clear line on stderr and the docu
     t.equal(failed.stdout, '', `${argv.join(' ')}: nothing on stdout (no driver warnings, no stack traces)`)
     t.notMatch(failed.stderr, env.DATABASE_URL.split(':')[2]!.split('@')[0]!, 'never the password')
   }
+})
+
+t.test('a missing secret is exit 2 naming it, before any database is opened; nothing is generated', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tessera-cli-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  // An unreachable database: reaching it would be exit 1 (or 2 for verify, with another message).
+  const env = { SVC_DATA_DIR: dir, DATABASE_URL: `postgres://tessera@127.0.0.1:${await closedPort()}/tessera`, SVC_LOG_LEVEL: 'silent' }
+  const file = path.join(dir, 'secrets.json')
+  for (const [argv, variable] of [[['tenant', 'create', 'acme'], 'SVC_KEY_HASH_SECRET'], [['master-key', 'rewrap'], 'SVC_MASTER_KEY'], [['audit', 'verify'], 'SVC_KEY_HASH_SECRET']] as const) {
+    const res = await cli(env, ...argv)
+    t.equal(res.code, 2, `${argv.join(' ')}: exit 2`)
+    t.equal(res.out, '')
+    t.match(res.err, /^tessera: /)
+    t.match(res.err, `${variable} is not set and ${file} does not exist`, `${argv.join(' ')}: names ${variable}`)
+  }
+  t.notOk(existsSync(file), 'no secrets.json was written')
 })

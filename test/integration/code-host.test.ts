@@ -88,3 +88,27 @@ t.test('over HTTP, Reactors and proxies report a too-long code and an unknown Ap
   t.equal(proxy.status, 400)
   t.same(Object.keys(proxy.body.errors).sort(), ['application.id', 'request_transform.code'])
 })
+
+t.test('an Application deleted while code bound to it is saved: 400 naming application.id, never a 500', async (t) => {
+  const app = await startTestApp(t)
+  const code = 'module.exports = async (req) => ({ raw: req.args })'
+  const grant = { type: 'private', rules: [{ priority: 1, container: '/general/', transform: 'reveal', permissions: ['token:use'] }] }
+  const statuses: number[] = []
+  for (let round = 0; round < 4; round++) {
+    const actor = await application(app, grant)
+    const reactor = await app.request('POST', '/reactors', { body: { name: 'r', code } })
+    // Compiling the code leaves time for the delete to land between the check and the write.
+    const saves = [
+      app.request('POST', '/reactors', { body: { name: 'r', code, application: { id: actor.id } } }),
+      app.request('POST', '/proxies', { body: { name: 'p', destination_url: 'https://example.com', request_transform: { code }, application: { id: actor.id } } }),
+      app.request('PUT', `/reactors/${reactor.body.id}`, { body: { name: 'r', code: `${code} // v2`, application: { id: actor.id } } }),
+    ]
+    t.equal((await app.request('DELETE', `/applications/${actor.id}`)).status, 204)
+    for (const res of await Promise.all(saves)) {
+      statuses.push(res.status)
+      if (res.status === 400) t.same(Object.keys(res.body.errors), ['application.id'], `round ${round}: names application.id`)
+      else t.ok(res.status === 200 || res.status === 201, `round ${round}: saved before the delete (${res.status})`)
+    }
+  }
+  t.comment(`statuses: ${statuses.join(' ')}`)
+})

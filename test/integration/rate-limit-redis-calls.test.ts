@@ -77,6 +77,7 @@ t.test('one script call per lease, with exactly the scopes whose lease ran out',
   t.same(calls.filter((_, i) => scopes[i]!.length === 1 && scopes[i]![0] === 'global').map(wants).filter((w) => w !== '10'), [], 'global asks for a lease of 10')
 })
 
+/** A one-scope call's `want`: its arguments end with limit, window, block, want, carried units. */
 function wants(call: { args: string[] }): string | undefined {
-  return call.args.at(-1)
+  return call.args.at(-2)
 }

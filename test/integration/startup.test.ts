@@ -1,5 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process'
 import http from 'node:http'
+import net from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { mkdtempSync, rmSync } from 'node:fs'
 import os from 'node:os'
@@ -23,6 +24,32 @@ t.test('a bad configuration exits non-zero naming every bad variable', async (t)
   t.match(res.stderr, /SVC_BODY_LIMIT_BYTES/)
   t.match(res.stderr, /SVC_MASTER_KEY: entry 1 \(k1\)/, 'the master key fails at load, not when the vault opens')
   t.match(res.stderr, /SVC_TRUSTED_PROXIES: "proxy.local"/, 'trusted proxies fail at load, not when the app is built')
+})
+
+t.test('an address that cannot be listened on: one line naming the variables, no stack, exit 1', { timeout: 180_000 }, async (t) => {
+  const busy = net.createServer()
+  await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r))
+  t.teardown(() => busy.close())
+  const port = (busy.address() as AddressInfo).port
+  const cases: Array<[Record<string, string>, RegExp]> = [
+    [{ HOST: 'no-such-host.invalid', PORT: '0' }, /^tessera failed to start: cannot listen on HOST=no-such-host\.invalid PORT=0: host name (not found|lookup failed)$/m],
+    [{ PORT: String(port) }, new RegExp(`^tessera failed to start: cannot listen on HOST=127\\.0\\.0\\.1 PORT=${port}: address in use$`, 'm')],
+    [{ PORT: '0', SVC_METRICS: 'port', SVC_METRICS_PORT: String(port) }, new RegExp(`^tessera failed to start: cannot listen on SVC_METRICS_HOST=127\\.0\\.0\\.1 SVC_METRICS_PORT=${port}: address in use$`, 'm')],
+  ]
+  // In parallel (each its own data dir): each child opens its store before it listens.
+  await Promise.all(cases.map(async ([env, line]) => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'tessera-'))
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+    // Async, so this process keeps accepting on the busy port while the child tries it.
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { PATH: process.env.PATH, SVC_DATA_DIR: dir, SVC_LOG_LEVEL: 'silent', ...env }, stdio: ['ignore', 'ignore', 'pipe'] })
+    t.teardown(() => child.kill('SIGKILL'))
+    let stderr = ''
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+    const code = await new Promise<number | null>((r) => child.on('exit', r))
+    t.equal(code, 1, JSON.stringify(env))
+    t.match(stderr, line)
+    t.notMatch(stderr, /Unhandled|\n\s+at /, 'no stack trace')
+  }))
 })
 
 t.test('embedded data survives a restart, and the bootstrap runs once', { skip: process.env.DATABASE_URL ? 'embedded only' : false }, async (t) => {

@@ -1,7 +1,7 @@
 import { parseKeyring } from '../../vault/crypto/index.js'
 import { rewrapAll } from '../../vault/rewrap.js'
 import { CliError, EXIT_USAGE } from '../cli-error.js'
-import { cliConfig, cliSecrets, withStore, type CliCommand } from '../context.js'
+import { cliConfig, cliSecret, withStore, type CliCommand } from '../context.js'
 import { integerOption } from '../options.js'
 
 export const command: CliCommand = {
@@ -13,21 +13,25 @@ export const command: CliCommand = {
       .option('--batch-size <n>', 'rows per batch', integerOption('--batch-size', 1, 10_000), 500)
       .action(async (options: { batchSize: number }) => {
         const config = cliConfig(context)
+        const value = cliSecret(config, 'master_key')
         let keyring
         try {
-          keyring = parseKeyring(cliSecrets(config).masterKey)
+          keyring = parseKeyring(value)
         } catch (err) {
           throw new CliError(`SVC_MASTER_KEY: ${err instanceof Error ? err.message : String(err)}`, EXIT_USAGE)
         }
         const started = Date.now()
-        const result = await withStore(config, async (store) => {
-          const total = await store.tokens.countWrappedNotUnder(keyring.primaryId)
-          context.note(`${total} data key(s) to re-wrap under ${keyring.primaryId}`)
-          return rewrapAll(store, keyring, {
+        let total = 0
+        const result = await withStore(config, (store) =>
+          rewrapAll(store, keyring, {
             batchSize: options.batchSize,
+            onStart: (n) => {
+              total = n
+              context.note(`${total} data key(s) to re-wrap under ${keyring.primaryId}`)
+            },
             onBatch: (p) => context.note(`re-wrapped ${p.rewrapped}/${total} (${total === 0 ? 100 : Math.min(100, Math.round((p.rewrapped / total) * 100))}%), ${p.skipped} changed meanwhile`),
-          })
-        })
+          }),
+        )
         context.out(`done: ${result.rewrapped} data key(s) now under ${keyring.primaryId} in ${Date.now() - started} ms`)
       })
   },

@@ -4,7 +4,7 @@ import { CreateTenantBody } from '../../http/schemas/tenants.js'
 import { validator } from '../../http/schemas/validate.js'
 import { tenantsService } from '../../tenants/service.js'
 import { CliError, EXIT_USAGE } from '../cli-error.js'
-import { cliConfig, cliSecrets, withStore, type CliCommand } from '../context.js'
+import { cliConfig, cliSecret, withStore, type CliCommand } from '../context.js'
 
 const parseCreate = validator(CreateTenantBody)
 
@@ -23,7 +23,7 @@ export const command: CliCommand = {
           throw new CliError(`invalid tenant name ${JSON.stringify(name)}: 1 to 200 characters, no control characters`, EXIT_USAGE)
         }
         const config = cliConfig(context)
-        const hasher = apiKeyHasher(cliSecrets(config).keyHashSecret)
+        const hasher = apiKeyHasher(cliSecret(config, 'key_hash_secret'))
         const created = await withStore(config, async (store) => {
           try {
             // A new tenant's settings are cached nowhere yet, so creating one invalidates nothing.

@@ -72,12 +72,14 @@ async function handleProxy(ctx: AppContext, deps: ProxyRouteDeps): Promise<void>
 async function handlePreconfigured(ctx: AppContext, deps: ProxyRouteDeps, proxyKey: string): Promise<void> {
   const apiKey = ctx.get('svc-api-key') || undefined
   const found = await deps.proxies.resolveKey(proxyKey)
+  // An authenticated caller is the actor of a refusal too (auth.denied in its tenant's chain).
   if (found === undefined) {
-    if (apiKey !== undefined) await deps.authenticator.authenticate(apiKey)
+    if (apiKey !== undefined) ctx.state.principal = await deps.authenticator.authenticate(apiKey)
     throw unknownProxyKey(apiKey !== undefined)
   }
   if (!found.proxy.require_auth) ctx.state.auditActor = { tenantId: found.proxy.tenant_id, kind: 'proxy', id: found.proxy.id }
   const caller = found.proxy.require_auth ? await deps.authenticator.authenticate(apiKey) : undefined
+  if (caller !== undefined) ctx.state.principal = caller
   const principal = preconfiguredProxyPrincipal(found.proxy, found.actor, caller, deps.clock())
   ctx.state.principal = principal
   const { proxy, actor, service } = found

@@ -4,7 +4,7 @@ import type { ScopeGrant } from './redis.js'
 
 /** What the lease store needs of Redis: one round trip that counts and grants (RedisStore.take). */
 export interface BudgetSource {
-  take(ip: string, scopes: readonly ScopeHit[], wants: readonly number[]): Promise<ScopeGrant[]>
+  take(ip: string, scopes: readonly ScopeHit[], wants: readonly number[], carried: readonly number[]): Promise<ScopeGrant[]>
   close(): Promise<void>
 }
 
@@ -94,12 +94,13 @@ export class LeaseStore implements RateLimitStore {
       const usage: (ScopeUsage | undefined)[] = scopes.map((_, i) => (ask.includes(i) ? undefined : this.use(this.leases.get(keys[i]!)!, now)))
       if (ask.length === 0) return decide(scopes, usage as ScopeUsage[])
       const asked = ask.map((i) => scopes[i]!)
-      const taking = this.source.take(ip, asked, asked.map((rule) => leaseSize(rule.limit, this.percent)))
+      const carried = ask.map((i) => this.carried(this.leases.get(keys[i]!), now))
+      const taking = this.source.take(ip, asked, asked.map((rule) => leaseSize(rule.limit, this.percent)), carried)
       const settled = taking.then(() => undefined, () => undefined)
       for (const i of ask) if (leaseSize(scopes[i]!.limit, this.percent) > 1) this.inFlight.set(keys[i]!, settled)
       try {
         const grants = await taking
-        ask.forEach((i, j) => (usage[i] = this.granted(keys[i]!, scopes[i]!, grants[j]!, now)))
+        ask.forEach((i, j) => (usage[i] = this.granted(keys[i]!, scopes[i]!, grants[j]!, grants[j]!.kept ? carried[j]! : 0, now)))
       } finally {
         for (const i of ask) if (this.inFlight.get(keys[i]!) === settled) this.inFlight.delete(keys[i]!)
       }
@@ -119,12 +120,22 @@ export class LeaseStore implements RateLimitStore {
     return { blockedMs: 0, count: lease.limit - this.remaining(lease), resetMs: Math.max(0, lease.windowEndsAt - now) }
   }
 
-  /** The request was counted in Redis, which granted `grant.granted` units (this request's one among them). */
-  private granted(key: string, rule: ScopeHit, grant: ScopeGrant, askedAt: number): ScopeUsage {
+  /**
+   * The unused units of a lease that is only out of time (`leaseMs`): counted in Redis already, they
+   * are carried into the next take instead of being lost budget (a client slower than one request
+   * per `leaseMs` would otherwise spend a whole lease per request). Only while the window they were
+   * counted in surely lasts: this process's estimate of its end errs early (see `granted`).
+   */
+  private carried(lease: Lease | undefined, now: number): number {
+    return lease !== undefined && lease.blockedUntil <= now && lease.left > 0 && lease.windowEndsAt > now ? lease.left : 0
+  }
+
+  /** The request was counted in Redis, which granted `grant.granted` units and kept `carried` (this request's one among them). */
+  private granted(key: string, rule: ScopeHit, grant: ScopeGrant, carried: number, askedAt: number): ScopeUsage {
     // Times count from before the call: Redis read the window's time left after it left here.
     const lease: Lease = grant.blockedMs > 0
       ? { left: 0, usableUntil: 0, limit: rule.limit, countAtGrant: 0, windowEndsAt: 0, blockedUntil: askedAt + grant.blockedMs }
-      : { left: grant.granted - 1, usableUntil: askedAt + Math.min(this.leaseMs, grant.resetMs), limit: rule.limit, countAtGrant: grant.count, windowEndsAt: askedAt + grant.resetMs, blockedUntil: 0 }
+      : { left: carried + grant.granted - 1, usableUntil: askedAt + Math.min(this.leaseMs, grant.resetMs), limit: rule.limit, countAtGrant: grant.count, windowEndsAt: askedAt + grant.resetMs, blockedUntil: 0 }
     this.remember(key, lease)
     if (grant.blockedMs > 0) return grant
     return { blockedMs: 0, count: rule.limit - this.remaining(lease), resetMs: grant.resetMs }

@@ -9,40 +9,56 @@ import { decide } from '../window.js'
  * exceed its limit; the request that finds nothing left overflows and blocks, as in applyHit.
  * Expiry uses PEXPIRE / SET PX, i.e. Redis's clock, so the clocks of several Tessera processes
  * don't matter.
- * KEYS: per scope its counter then its block key. ARGV: per scope limit, windowMs, blockMs, want.
- * Returns per scope four numbers: the milliseconds it stays blocked (0: allowed), the count in
- * its window, the milliseconds left of that window, and the units granted (0 when blocked).
+ * `carried`: units of the current window a lease still holds (counted already, unused). While the
+ * window they were counted in lasts (the caller only carries units of a window it knows has not
+ * ended, and its counter exists), the request uses one of them and only the top-up to `want` is
+ * counted; otherwise they are void and the request counts as usual.
+ * KEYS: per scope its counter then its block key. ARGV: per scope limit, windowMs, blockMs, want,
+ * carried. Returns per scope five numbers: the milliseconds it stays blocked (0: allowed), the
+ * count in its window, the milliseconds left of that window, the units granted (0 when blocked)
+ * and 1 when the carried units still count (0 when void).
  */
 const HIT_SCRIPT = `
 local out = {}
 for i = 1, #KEYS / 2 do
   local counter, block = KEYS[2 * i - 1], KEYS[2 * i]
-  local limit, windowMs, blockMs, want = tonumber(ARGV[4 * i - 3]), ARGV[4 * i - 2], ARGV[4 * i - 1], tonumber(ARGV[4 * i])
+  local a = 5 * i
+  local limit, windowMs, blockMs, want, carried = tonumber(ARGV[a - 4]), ARGV[a - 3], ARGV[a - 2], tonumber(ARGV[a - 1]), tonumber(ARGV[a])
   local blocked = redis.call('PTTL', block)
-  local b, count, left, granted = 0, 0, 0, 0
+  local b, count, left, granted, kept = 0, 0, 0, 0, 0
   if blocked > 0 then
     b, left = blocked, blocked
   else
-    local grant = math.max(1, math.min(want, limit - tonumber(redis.call('GET', counter) or '0')))
-    count = redis.call('INCRBY', counter, grant)
-    if count == grant then redis.call('PEXPIRE', counter, windowMs) end
-    if count > limit then
-      redis.call('DEL', counter)
-      redis.call('SET', block, '1', 'PX', blockMs)
-      b, count, left = tonumber(blockMs), 0, tonumber(blockMs)
-    else
-      granted = grant
+    local current = tonumber(redis.call('GET', counter) or '0')
+    if carried > 0 and current > 0 then
+      kept = 1
+      granted = math.max(0, math.min(want - carried, limit - current))
+      count = current
+      if granted > 0 then count = redis.call('INCRBY', counter, granted) end
       left = redis.call('PTTL', counter)
+    else
+      local grant = math.max(1, math.min(want, limit - current))
+      count = redis.call('INCRBY', counter, grant)
+      if count == grant then redis.call('PEXPIRE', counter, windowMs) end
+      if count > limit then
+        redis.call('DEL', counter)
+        redis.call('SET', block, '1', 'PX', blockMs)
+        b, count, left = tonumber(blockMs), 0, tonumber(blockMs)
+      else
+        granted = grant
+        left = redis.call('PTTL', counter)
+      end
     end
   end
-  out[4 * i - 3], out[4 * i - 2], out[4 * i - 1], out[4 * i] = b, count, left, granted
+  out[a - 4], out[a - 3], out[a - 2], out[a - 1], out[a] = b, count, left, granted, kept
 end
 return out
 `
 
-/** One scope's answer from Redis: its usage after the hit and the units of budget granted. */
+/** One scope's answer from Redis: its usage after the hit, the units of budget granted, and whether the carried units still count. */
 export interface ScopeGrant extends ScopeUsage {
   granted: number
+  kept: boolean
 }
 
 interface HitCommand {
@@ -88,11 +104,14 @@ export class RedisStore implements RateLimitStore {
   }
 
   async hit(ip: string, scopes: readonly ScopeHit[]): Promise<Decision> {
-    return decide(scopes, await this.take(ip, scopes, []))
+    return decide(scopes, await this.take(ip, scopes, [], []))
   }
 
-  /** Counts one request of `ip` in `scopes`, taking up to `wants[i]` units of scope i's budget (default 1). */
-  async take(ip: string, scopes: readonly ScopeHit[], wants: readonly number[]): Promise<ScopeGrant[]> {
+  /**
+   * Counts one request of `ip` in `scopes`, taking up to `wants[i]` units of scope i's budget
+   * (default 1), of which `carried[i]` (default 0) are a lease's unused units of the current window.
+   */
+  async take(ip: string, scopes: readonly ScopeHit[], wants: readonly number[], carried: readonly number[]): Promise<ScopeGrant[]> {
     // Right after start the connection is still opening; wait for it (bounded) rather than
     // report an outage for the first requests.
     if (!this.everReady) await this.waitReady()
@@ -101,7 +120,7 @@ export class RedisStore implements RateLimitStore {
     const args: number[] = []
     for (const [i, rule] of scopes.entries()) {
       keys.push(`${base}${rule.scope}:n`, `${base}${rule.scope}:b`)
-      args.push(rule.limit, rule.windowMs, rule.blockMs, wants[i] ?? 1)
+      args.push(rule.limit, rule.windowMs, rule.blockMs, wants[i] ?? 1, carried[i] ?? 0)
     }
     const reply = await this.client.tesseraRateHit(keys.length, ...keys, ...args)
     return parseReply(reply, scopes.length)
@@ -137,9 +156,9 @@ export class RedisStore implements RateLimitStore {
 }
 
 function parseReply(reply: unknown, scopes: number): ScopeGrant[] {
-  if (!Array.isArray(reply) || reply.length !== scopes * 4 || !reply.every((n) => typeof n === 'number')) {
+  if (!Array.isArray(reply) || reply.length !== scopes * 5 || !reply.every((n) => typeof n === 'number')) {
     throw new Error(`Unexpected rate-limit script reply: ${JSON.stringify(reply)}`)
   }
   const n = reply as number[]
-  return Array.from({ length: scopes }, (_, i) => ({ blockedMs: n[4 * i]!, count: n[4 * i + 1]!, resetMs: Math.max(0, n[4 * i + 2]!), granted: n[4 * i + 3]! }))
+  return Array.from({ length: scopes }, (_, i) => ({ blockedMs: n[5 * i]!, count: n[5 * i + 1]!, resetMs: Math.max(0, n[5 * i + 2]!), granted: n[5 * i + 3]!, kept: n[5 * i + 4] === 1 }))
 }

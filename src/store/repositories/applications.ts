@@ -69,6 +69,14 @@ export function applicationsRepository(knex: Knex) {
         return updated ? { updated: updated as ApplicationRecord, previousKeyHash: current.key_hash } : undefined
       })
     },
+    /**
+     * Locks the Application's row until `trx` ends; false when there is none. Every transaction
+     * that changes an Application's keys or sessions takes this lock first (update does), so
+     * concurrent deletes, key deletes and regenerations queue instead of deadlocking.
+     */
+    async lock(tenantId: string, id: string, trx: Knex): Promise<boolean> {
+      return (await table(trx).where({ tenant_id: tenantId, id }).forUpdate().first('id')) !== undefined
+    },
     /** Deletes and returns the deleted row's key hash (so caches can drop it). */
     async delete(tenantId: string, id: string, trx: Knex = knex): Promise<string | undefined> {
       const [row] = await table(trx).where({ tenant_id: tenantId, id }).delete().returning(['key_hash'])

@@ -158,9 +158,9 @@ export function tokensRepository(knex: Knex, now: Clock) {
       const [row] = await trx<TokenRecord>('tokens').where({ tenant_id: tenantId, id }).update(serialize(patch)).returning('*')
       return row as TokenRecord | undefined
     },
-    async delete(tenantId: string, id: string): Promise<boolean> {
+    async delete(tenantId: string, id: string, trx: Knex = knex): Promise<boolean> {
       // returning() rather than the affected-row count, which the PGlite dialect does not report.
-      const rows = await live().where({ tenant_id: tenantId, id }).delete().returning(['id'])
+      const rows = await live(trx).where({ tenant_id: tenantId, id }).delete().returning(['id'])
       return rows.length > 0
     },
     async deleteExpired(now: Date): Promise<number> {

@@ -103,3 +103,31 @@ t.test('every rate scope has its variable and default, and scope maps list each 
   t.same(c.rateLimit.scopes.tokens_create, { limit: 7, windowSeconds: 3 })
   for (const scope of rateScopes) t.throws(() => loadConfig({ [`SVC_RATE_LIMIT_${scope.toUpperCase()}`]: '0/1' }), new RegExp(`SVC_RATE_LIMIT_${scope.toUpperCase()}`))
 })
+
+t.test('a blank value is unset (its default), never a 0', async (t) => {
+  for (const blank of ['', ' ', '\t', ' \n ']) {
+    const c = loadConfig({ PORT: blank, SVC_SHUTDOWN_GRACE_MS: blank, SVC_RATE_LIMIT_LEASE_PERCENT: blank, SVC_REACTOR_HOT_CONCURRENCY: blank, HOST: blank, SVC_MASTER_KEY: blank, SVC_LOG_LEVEL: blank })
+    t.same([c.port, c.shutdownGraceMs, c.rateLimit.leasePercent, c.reactors.hotConcurrency, c.host, c.masterKey, c.logLevel], [3000, 10_000, 1, 1, '127.0.0.1', undefined, 'info'], JSON.stringify(blank))
+  }
+})
+
+t.test('a number is decimal digits: what ajv would coerce otherwise is refused, naming the variable', async (t) => {
+  for (const odd of [' 80', '80 ', '1e3', '0x10', '0b11', '1.0', '+5', '12abc', 'Infinity']) {
+    const err = t.throws(() => loadConfig({ PORT: odd })) as ConfigError
+    t.same(err.problems, [`PORT must be a whole number in decimal digits, not ${JSON.stringify(odd)}`])
+  }
+  t.equal(loadConfig({ PORT: '0080' }).port, 80, 'leading zeros are still decimal')
+  t.match((t.throws(() => loadConfig({ SVC_BODY_LIMIT_BYTES: '-1' })) as ConfigError).problems, [/^SVC_BODY_LIMIT_BYTES must be >= 1/], 'a negative number gets its bound')
+  const both = t.throws(() => loadConfig({ SVC_REACTOR_CONCURRENCY_PER_REACTOR: '0x20', SVC_DB_POOL_MAX: '0' })) as ConfigError
+  t.same(both.problems, ['SVC_REACTOR_CONCURRENCY_PER_REACTOR must be a whole number in decimal digits, not "0x20"', 'SVC_DB_POOL_MAX must be >= 1'], 'reported with the schema\'s problems; bounds in order wait for valid values')
+})
+
+t.test('an enum error is one line listing the allowed values', async (t) => {
+  const err = t.throws(() => loadConfig({ SVC_LOG_LEVEL: 'verbose', SVC_METRICS: 'yes' })) as ConfigError
+  t.same(err.problems, [
+    'SVC_LOG_LEVEL must be equal to one of the allowed values: fatal, error, warn, info, debug, trace, silent',
+    'SVC_METRICS must be equal to one of the allowed values: off, port, operator',
+  ])
+  const c = loadConfig({ SVC_LOG_LEVEL: 'debug', SVC_METRICS: 'port' })
+  t.same([c.logLevel, c.metrics.mode], ['debug', 'port'])
+})

@@ -12,23 +12,30 @@ function fakeRedis(clock: { now: number }) {
   const windows = new Map<string, { count: number; endsAt: number; blockedUntil: number }>()
   const source: BudgetSource & { calls: number } = {
     calls: 0,
-    async take(ip, scopes, wants): Promise<ScopeGrant[]> {
+    async take(ip, scopes, wants, carried): Promise<ScopeGrant[]> {
       source.calls++
       await Promise.resolve()
       return scopes.map((rule, i) => {
         const key = `${rule.scope} ${ip}`
         let w = windows.get(key)
         if (!w || (w.endsAt <= clock.now && w.blockedUntil <= clock.now)) windows.set(key, (w = { count: 0, endsAt: clock.now + rule.windowMs, blockedUntil: 0 }))
-        if (w.blockedUntil > clock.now) return { blockedMs: w.blockedUntil - clock.now, count: 0, resetMs: w.blockedUntil - clock.now, granted: 0 }
-        const grant = Math.max(1, Math.min(wants[i] ?? 1, rule.limit - w.count))
+        if (w.blockedUntil > clock.now) return { blockedMs: w.blockedUntil - clock.now, count: 0, resetMs: w.blockedUntil - clock.now, granted: 0, kept: false }
+        const want = wants[i] ?? 1
+        const carry = carried[i] ?? 0
+        if (carry > 0 && w.count > 0) {
+          const topUp = Math.max(0, Math.min(want - carry, rule.limit - w.count))
+          w.count += topUp
+          return { blockedMs: 0, count: w.count, resetMs: w.endsAt - clock.now, granted: topUp, kept: true }
+        }
+        const grant = Math.max(1, Math.min(want, rule.limit - w.count))
         w.count += grant
         if (w.count > rule.limit) {
           w.count = 0
           w.endsAt = 0
           w.blockedUntil = clock.now + rule.blockMs
-          return { blockedMs: rule.blockMs, count: 0, resetMs: rule.blockMs, granted: 0 }
+          return { blockedMs: rule.blockMs, count: 0, resetMs: rule.blockMs, granted: 0, kept: false }
         }
-        return { blockedMs: 0, count: w.count, resetMs: w.endsAt - clock.now, granted: grant }
+        return { blockedMs: 0, count: w.count, resetMs: w.endsAt - clock.now, granted: grant, kept: false }
       })
     },
     close: async () => undefined,
@@ -134,7 +141,7 @@ t.test('only the scopes that ran out go to Redis; small limits lease one unit (a
   const asked: string[][] = []
   const redis = fakeRedis(clock)
   const take = redis.take.bind(redis)
-  redis.take = (ip, scopes, wants) => (asked.push(scopes.map((s, i) => `${s.scope}:${wants[i]}`)), take(ip, scopes, wants))
+  redis.take = (ip, scopes, wants, carried) => (asked.push(scopes.map((s, i) => `${s.scope}:${wants[i]}`)), take(ip, scopes, wants, carried))
   const store = new LeaseStore(redis, { now: () => clock.now })
   const scopes = [rule(1000), rule(50, 'tokens_search')]
   for (let i = 0; i < 3; i++) await store.hit('a', scopes)
@@ -160,4 +167,20 @@ t.test('a failed take leaves nothing behind: the next request asks again', async
   await t.rejects(store.hit('a', [rule(1000)]), /connection lost/)
   redis.take = take
   t.match(await store.hit('a', [rule(1000)]), { allowed: true, quota: { remaining: 999 } })
+})
+
+t.test('a client slower than the lease time loses no budget: the unused units carry into the next lease', async (t) => {
+  const clock = { now: 0 }
+  const redis = fakeRedis(clock)
+  const store = new LeaseStore(redis, { now: () => clock.now })
+  const slow: ScopeHit = { scope: 'global', limit: 1000, windowMs: 600_000, blockMs: 10_000 }
+  let allowed = 0
+  for (let i = 0; i < 1000; i++) {
+    if ((await store.hit('a', [slow])).allowed) allowed++
+    clock.now += 300
+  }
+  t.equal(allowed, 1000, 'every request within the limit passes, each after its lease ran out of time')
+  t.match(await store.hit('a', [slow]), { allowed: false }, 'the first one over the limit is refused')
+  clock.now = 600_001 + 10_000
+  t.ok((await store.hit('a', [slow])).allowed, 'a new window')
 })

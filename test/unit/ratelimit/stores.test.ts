@@ -109,6 +109,18 @@ t.test('redis store', { skip: await skipWithoutRedis() }, async (t) => {
     t.match(decision.quota, { limit: 1, remaining: 0 }, 'and it brought the quota')
   })
 
+  t.test('a lease\'s carried units: used while their window lasts, void once it ended', async (t) => {
+    const store = await makeRedis(t, uniquePrefix(t))
+    const wide: ScopeHit = { ...global, limit: 100, windowMs: 400 }
+    const [first] = await store.take('192.0.2.40', [wide], [10], [])
+    t.match(first, { granted: 10, kept: false, count: 10 })
+    const [carry] = await store.take('192.0.2.40', [wide], [10], [4])
+    t.match(carry, { granted: 6, kept: true, count: 16 }, 'four carried, six more to make a lease of ten: the window counts only those')
+    await sleep(450)
+    const [fresh] = await store.take('192.0.2.40', [wide], [10], [4])
+    t.match(fresh, { granted: 10, kept: false, count: 10 }, 'the window ended: the carried units are void, a new lease is counted')
+  })
+
   t.test('keys expire on Redis', async (t) => {
     const prefix = uniquePrefix(t)
     const store = await makeRedis(t, prefix)
