@@ -89,6 +89,19 @@ t.test('GET /openapi.json', async (t) => {
     check('get', '/tokens/{id}', await app.request('GET', '/tokens/nope', { key: writer }))
     check('get', '/v2/tokens', await app.request('GET', '/v2/tokens', { key: null }))
     check('post', '/proxy', await app.request('POST', '/proxy', { key: null }))
+    // Failures raised where no path parameter, query or body is read.
+    const publicKey = await appKey(app, { type: 'public', rules: [{ priority: 1, container: '/general/', transform: 'redact', permissions: ['token:create'] }] })
+    const reader = await appKey(app, { type: 'private', permissions: ['token:read'] })
+    const user = await appKey(app, { type: 'private', permissions: ['token:use'] })
+    const late: [string, string, TestResponse, number][] = [
+      ['post', '/sessions', await app.request('POST', '/sessions', { key: publicKey, headers: { 'SVC-IDEMPOTENCY-KEY': 'k'.repeat(5000) } }), 400],
+      ['post', '/sessions/authorize', await app.request('POST', '/sessions/authorize', { key: reader, body: { nonce: 'nonce_nope', permissions: ['token:read'] } }), 404],
+      ['get', '/proxy', await app.request('GET', '/proxy', { key: user, headers: { 'SVC-PROXY-URL': 'ftp://example.com' } }), 400],
+    ]
+    for (const [method, path, answer, status] of late) {
+      t.equal(answer.status, status, `${method} ${path}: ${status}`)
+      check(method, path, answer)
+    }
   })
 })
 

@@ -64,7 +64,8 @@ function errorStatuses(o: OperationDoc): number[] {
   if (o.params || o.query || o.body) out.add(400)
   if (o.params) out.add(404)
   if (o.body) out.add(413).add(415)
-  if (usesIdempotency(o)) out.add(409).add(422)
+  // A malformed SVC-IDEMPOTENCY-KEY is a 400 even where nothing else is read.
+  if (usesIdempotency(o)) out.add(400).add(409).add(422)
   return [...out].sort()
 }
 

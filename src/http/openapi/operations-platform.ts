@@ -49,7 +49,8 @@ function proxyOperation(method: Method, path: string): OperationDoc {
     body: method === 'get' || method === 'delete' ? undefined : Type.Unknown({ description: 'Any body for the destination.' }),
     bodyContentTypes: ['*/*'],
     proxyErrors: true,
-    errors: [404, 413, 502, 504],
+    // 400: a refused destination, also where no path or body is read (GET /proxy).
+    errors: [400, 404, 413, 502, 504],
     responses: {
       default: {
         description: 'The destination\'s answer, as it is.',
