@@ -39,9 +39,10 @@ export class AuditKeyring {
   }
 }
 
-export function auditKeyring(auditSecret: string | undefined, keyHashSecret: string): AuditKeyring {
+/** `keyHashSecret` may be missing only where SVC_AUDIT_SECRET names a secret (an auditor's verify). */
+export function auditKeyring(auditSecret: string | undefined, keyHashSecret: string | undefined): AuditKeyring {
   const explicit = (auditSecret ?? '').split(',').map((s) => s.trim()).filter(Boolean)
-  return new AuditKeyring([...explicit, keyHashSecret])
+  return new AuditKeyring(keyHashSecret === undefined ? explicit : [...explicit, keyHashSecret])
 }
 
 function deriveAuditKey(secret: string): AuditKey {

@@ -1,7 +1,7 @@
 import { loadConfig, type Config } from '../config/index.js'
 import { requireSecret, SecretsError, secretsFile, storedSecret } from '../config/secrets.js'
 import { openStore, type Store } from '../store/index.js'
-import { auditKeyring, AuditKeyring } from './audit-keys.js'
+import { auditKeyring, type AuditKeyring } from './audit-keys.js'
 import { verifyAuditChain, type AuditVerification, type TenantChainReport } from './verify.js'
 
 export interface AuditVerifyOptions {
@@ -33,13 +33,13 @@ export async function runAuditVerify(options: AuditVerifyOptions, out: (line: st
 
 /** An auditor given SVC_AUDIT_SECRET needs no key-hash secret (entries sealed before it was set then show unknown_key). */
 function verifyKeyring(config: Config): AuditKeyring {
+  let keyHashSecret: string | undefined
   try {
-    return auditKeyring(config.audit.secret, requireSecret(config, 'key_hash_secret'))
+    keyHashSecret = requireSecret(config, 'key_hash_secret')
   } catch (err) {
-    const auditSecrets = (config.audit.secret ?? '').split(',').map((s) => s.trim()).filter(Boolean)
-    if (err instanceof SecretsError && auditSecrets.length) return new AuditKeyring(auditSecrets)
-    throw err
+    if (!(err instanceof SecretsError) || !config.audit.secret?.trim()) throw err
   }
+  return auditKeyring(config.audit.secret, keyHashSecret)
 }
 
 /**

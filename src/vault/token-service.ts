@@ -42,18 +42,17 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
     )
   }
 
-  async function find(principal: Principal, id: string): Promise<TokenRecord> {
+  /** The live token `id` of the caller's tenant, 404 otherwise; inside `lockIn` its row stays locked until that transaction ends. */
+  async function find(principal: Principal, id: string, lockIn?: StoreTransaction): Promise<TokenRecord> {
     crypto()
-    const record = id.length <= 400 ? await store.tokens.findById(principal.tenantId, id) : undefined
+    const record = id.length > 400 ? undefined : lockIn ? await store.tokens.findForUpdate(principal.tenantId, id, lockIn) : await store.tokens.findById(principal.tenantId, id)
     if (!record) throw new AppError('not_found', { detail: 'No token with this id.' })
     return record
   }
 
   /** PATCH's read-modify-write inside `trx`, the token's row locked from the read to the write. */
   async function patchLocked(principal: Principal, id: string, patch: TokenPatch, trx: StoreTransaction): Promise<{ next: TokenRecord; data: unknown }> {
-    crypto()
-    const current = id.length <= 400 ? await store.tokens.findForUpdate(principal.tenantId, id, trx) : undefined
-    if (!current) throw new AppError('not_found', { detail: 'No token with this id.' })
+    const current = await find(principal, id, trx)
     authorizeToken(principal, 'token:update', current)
     authorizeViewChange(principal, current, changedViews(current, patch))
     const data = patch.data === undefined ? decrypt(current) : mergePatch(decrypt(current), patch.data)
@@ -141,12 +140,9 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
     },
 
     async deleteToken(principal: Principal, id: string): Promise<void> {
-      crypto()
       // Locked from the check to the delete: a concurrent move out of the caller's reach is seen.
       await store.transaction(async (trx) => {
-        const record = id.length <= 400 ? await store.tokens.findForUpdate(principal.tenantId, id, trx) : undefined
-        if (!record) throw new AppError('not_found', { detail: 'No token with this id.' })
-        authorizeToken(principal, 'token:delete', record)
+        authorizeToken(principal, 'token:delete', await find(principal, id, trx))
         await store.tokens.delete(principal.tenantId, id, trx)
       })
       await cache.invalidate(principal.tenantId, id)

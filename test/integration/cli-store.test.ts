@@ -74,15 +74,20 @@ t.test('tenant create prints a management key a server accepts', async (t) => {
   t.equal(bad.code, 2)
 })
 
+/** A server on `env` stores `count` card tokens in a new tenant, then stops (so the CLI may open the data dir). */
+async function storeCards(t: Test, env: Record<string, string>, count: number): Promise<void> {
+  const server = await serverOn(t, env)
+  const admin = await server.tenants.createTenant('vault')
+  const principal = await server.authenticator.authenticate(admin.key)
+  const writer = { ...principal, type: 'private' as const, permissions: ['token:create', 'token:read'], rules: [] }
+  for (let i = 0; i < count; i++) await server.tokens.createToken(writer, { type: 'card', data: card() })
+  await server.close()
+}
+
 t.test('master-key rewrap: progress, every data key moved, safe to repeat', async (t) => {
   const env = await storage(t)
   const k1 = masterKey('k1')
-  const first = await serverOn(t, { ...env, SVC_MASTER_KEY: k1 })
-  const admin = await first.tenants.createTenant('vault')
-  const principal = await first.authenticator.authenticate(admin.key)
-  const writer = { ...principal, type: 'private' as const, permissions: ['token:create', 'token:read'], rules: [] }
-  for (let i = 0; i < 7; i++) await first.tokens.createToken(writer, { type: 'card', data: card() })
-  await first.close()
+  await storeCards(t, { ...env, SVC_MASTER_KEY: k1 }, 7)
 
   const rotated = { ...env, SVC_MASTER_KEY: `${masterKey('k2')},${k1}` }
   const res = await cli(rotated, 'master-key', 'rewrap', '--batch-size', '3')
@@ -106,12 +111,7 @@ t.test('master-key rewrap: progress, every data key moved, safe to repeat', asyn
 t.test('master-key rewrap: a wrong key under the id already primary fails, reporting nothing', async (t) => {
   const env = await storage(t)
   const k1 = masterKey('k1')
-  const server = await serverOn(t, { ...env, SVC_MASTER_KEY: k1 })
-  const admin = await server.tenants.createTenant('vault')
-  const principal = await server.authenticator.authenticate(admin.key)
-  const writer = { ...principal, type: 'private' as const, permissions: ['token:create', 'token:read'], rules: [] }
-  for (let i = 0; i < 3; i++) await server.tokens.createToken(writer, { type: 'card', data: card() })
-  await server.close()
+  await storeCards(t, { ...env, SVC_MASTER_KEY: k1 }, 3)
 
   // Nothing is under another key, so nothing would be re-wrapped: the key must still be proven.
   const wrong = await cli({ ...env, SVC_MASTER_KEY: masterKey('k1') }, 'master-key', 'rewrap')
