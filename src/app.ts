@@ -7,6 +7,7 @@ import { auditRequests } from './http/middleware/audit.js'
 import { authenticate } from './http/middleware/authenticate.js'
 import { errorHandler } from './http/middleware/error-handler.js'
 import { idempotency } from './http/middleware/idempotency.js'
+import { noStore } from './http/middleware/no-store.js'
 import { rateLimitMiddleware } from './http/middleware/rate-limit.js'
 import { requestId } from './http/middleware/request-id.js'
 import { textGuard } from './http/middleware/text-guard.js'
@@ -40,6 +41,7 @@ export function buildApp(services: Services, drain = new Drain()): Koa<AppState>
   app.silent = true
 
   app.use(requestId())
+  app.use(noStore())
   app.use(httpMetrics(services.metrics))
   app.use(accessLog(logger, drain))
   app.use(errorHandler(logger))

@@ -1,5 +1,6 @@
 import t from 'tap'
 import { startTestApp } from '../helpers/app.js'
+import { appKey, card, createToken } from '../helpers/tokens.js'
 
 t.test('hostile JSON bodies are 400/413 problems and store nothing', async (t) => {
   const app = await startTestApp(t, { SVC_BODY_LIMIT_BYTES: '2048' })
@@ -55,6 +56,22 @@ t.test('routing, methods, trace ids, health', async (t) => {
   const ready = await app.request('GET', '/readyz', { key: null })
   t.equal(ready.status, 200)
   t.equal(ready.body.components.database, 'ok')
+})
+
+t.test('answers that carry data, keys or problems are never stored by a cache', async (t) => {
+  const app = await startTestApp(t)
+  const created = await app.request('POST', '/applications', { body: { name: 'reader', type: 'private', permissions: ['token:create', 'token:read'] } })
+  t.equal(created.status, 201)
+  t.ok(created.body.key, 'the answer carries a key')
+  const key = await appKey(app, { name: 'reader 2', type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read'] }] })
+  const id = await createToken(app, key, { type: 'card', data: card() })
+  const read = await app.request('GET', `/tokens/${id}`, { key })
+  t.equal(read.body.data.number, card().number, 'the answer carries plaintext')
+  for (const [label, res] of [['a new key', created], ['plaintext', read], ['a problem', await app.request('GET', '/tokens/nope', { key })], ['health', await app.request('GET', '/readyz', { key: null })]] as const) {
+    t.equal(res.headers.get('cache-control'), 'no-store', label)
+  }
+  const asset = await app.request('GET', '/docs/init.js', { key: null })
+  t.equal(asset.headers.get('cache-control'), 'public, max-age=3600', 'the docs page assets stay cacheable')
 })
 
 t.test('tenant settings', async (t) => {

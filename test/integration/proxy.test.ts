@@ -27,6 +27,12 @@ t.test('ephemeral proxy: forwarding', async (t) => {
     t.equal(stub.seen.at(-1)!.url, '/')
   })
 
+  t.test("the destination's Cache-Control is relayed; without one the answer is no-store", async (t) => {
+    const cacheable = await startStub(t, (_req, res) => res.writeHead(200, { 'Cache-Control': 'max-age=60' }).end('ok'))
+    t.equal((await app.proxy(cacheable.origin)).headers['cache-control'], 'max-age=60')
+    t.equal((await app.proxy(stub.origin)).headers['cache-control'], 'no-store')
+  })
+
   t.test('bodies of every kind arrive byte for byte', async (t) => {
     const binary = Buffer.concat([randomBytes(1000), Buffer.from('{{ not_an_expression'), randomBytes(1000)])
     const cases: [string, string | Buffer][] = [
