@@ -93,6 +93,8 @@ export function applicationsService(deps: ApplicationsDeps) {
       if (input.permissions && input.permissions.length === 0) (errors.permissions ??= []).push('must not be empty when given')
       if (Object.keys(errors).length) throw new ValidationError(errors)
       authorizeApplicationChange(caller, current, { permissions, rules })
+      // Widening hands out access for as long as the Application lives.
+      if (narrows({ permissions, rules }, current)) authorizeLifetime(caller, current.expires_at, { what: 'The widened Application', field: 'id' })
       const result = await store.applications.update(caller.tenantId, id, {
         name: input.name,
         permissions,

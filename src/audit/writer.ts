@@ -248,7 +248,7 @@ export function createAuditWriter(options: AuditWriterOptions) {
         rows = toRows(events)
       } catch (err) {
         options.logger.error({ err }, 'audit event refused')
-        return
+        return drop(events.length, 'an event was malformed')
       }
       const refused = admissible(rows.length, false)
       if (refused) return drop(rows.length, refused)

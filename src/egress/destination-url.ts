@@ -51,6 +51,8 @@ export function buildDestination(
   return { url, origin: base.origin, path }
 }
 
+const MAX_HOST_CHARS = 253
+
 function parseBase(raw: string | undefined, policy: DestinationPolicy): URL {
   if (raw === undefined || raw.trim() === '') {
     throw new AppError('bad_request', { detail: 'The SVC-PROXY-URL header is required.' })
@@ -75,6 +77,8 @@ function parseBase(raw: string | undefined, policy: DestinationPolicy): URL {
   } catch (cause) {
     throw new AppError('bad_request', { detail: 'The SVC-PROXY-URL header is not a valid URL.', cause })
   }
+  // DNS names end at 253 characters; a longer one resolves nowhere, and its entries in the audit log would not fit.
+  if (url.hostname.length > MAX_HOST_CHARS) throw refuse(`The host name is longer than ${MAX_HOST_CHARS} characters.`)
   if (!policy.allowPrivate) assertLiteral(url.hostname)
   return url
 }

@@ -148,6 +148,11 @@ function openPostgres(config: Config, url: string, options: OpenDatabaseOptions)
     connection: {
       connectionString: url,
       statement_timeout: statementTimeoutMs,
+      // A transaction whose client vanished without the server hearing (a partition, a lost
+      // FIN) would keep its row locks until TCP keep-alive notices, two hours by default: an
+      // audit chain's head or a token locked, every request needing it a 503 meanwhile. No
+      // transaction of ours idles between statements for longer than this bound.
+      idle_in_transaction_session_timeout: statementTimeoutMs + CLIENT_MARGIN_MS,
       query_timeout: statementTimeoutMs + CLIENT_MARGIN_MS,
       connectionTimeoutMillis: acquireTimeoutMs,
       keepAlive: true,

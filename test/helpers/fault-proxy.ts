@@ -15,6 +15,12 @@ export interface FaultProxy {
    * server and takes effect, its answer is lost. Resolves once that has happened.
    */
   loseAnswersAfter(...patterns: string[]): Promise<void>
+  /**
+   * A network partition of one connection: once it sent each of `patterns` in turn, nothing
+   * passes either way, and when the client gives up on its socket the server is not told (its
+   * FIN is lost too), so the server's session stays as it was, locks included, until `resume`.
+   */
+  partitionAfter(...patterns: string[]): Promise<void>
   /** Back to normal: paused data flows on. */
   resume(): void
   close(): Promise<void>
@@ -26,9 +32,12 @@ interface Pair {
   piped: boolean
   /** Answers are dropped (see loseAnswersAfter). */
   deaf?: boolean
+  /** Cut both ways, and the server's side outlives the client's (see partitionAfter). */
+  partitioned?: boolean
 }
 
 interface Trap {
+  partition: boolean
   patterns: string[]
   progress: Map<Pair, number>
   sprung: () => void
@@ -60,6 +69,10 @@ export async function startFaultProxy(t: { teardown(fn: () => unknown): void }, 
       if (at < trap.patterns.length) return
       p.deaf = true
       p.upstream.unpipe(p.client)
+      if (trap.partition) {
+        p.partitioned = true
+        p.client.unpipe(p.upstream)
+      }
       // Read and drop: the server's answer must not reach the client, nor back up the server.
       p.upstream.on('data', () => {})
       const { sprung } = trap
@@ -86,6 +99,7 @@ export async function startFaultProxy(t: { teardown(fn: () => unknown): void }, 
     pairs.add(pair)
     watch(pair)
     const end = () => {
+      if (pair.partitioned && !upstream.destroyed) return void client.destroy()
       if (!pairs.has(pair)) return
       pairs.delete(pair)
       client.destroy()
@@ -116,10 +130,14 @@ export async function startFaultProxy(t: { teardown(fn: () => unknown): void }, 
       pairs.forEach(destroy)
     },
     loseAnswersAfter(...patterns) {
-      return new Promise<void>((sprung) => (trap = { patterns, progress: new Map(), sprung }))
+      return new Promise<void>((sprung) => (trap = { partition: false, patterns, progress: new Map(), sprung }))
+    },
+    partitionAfter(...patterns) {
+      return new Promise<void>((sprung) => (trap = { partition: true, patterns, progress: new Map(), sprung }))
     },
     resume() {
       mode = 'pass'
+      for (const p of pairs) if (p.partitioned) destroy(p)
       for (const p of pairs) if (!p.piped) link(p)
     },
     async close() {

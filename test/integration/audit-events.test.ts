@@ -124,6 +124,18 @@ t.test('ephemeral proxy: proxy.request before forwarding, proxy.response after',
   noSecret(t, [request!, response!])
 })
 
+t.test('a destination answering a status above 599 cannot keep its calls out of the log', async (t) => {
+  const odd = await startStub(t, (_req, res) => res.writeHead(799).end('odd'))
+  const id = await newCard()
+  const since = await headSeq()
+  const revealed = await app.proxy(odd.origin, { method: 'POST', body: `{"n":"{{ ${id} }}"}`, headers: ['Content-Type', 'application/json'] })
+  t.equal(revealed.headers['svc-proxy-destination-status'], '799')
+  t.equal((await app.proxy(odd.origin, { method: 'POST', body: 'plain' })).headers['svc-proxy-destination-status'], '799')
+  t.match(await entries('proxy.response', since), [{ destination_status: 799, status: 799 }])
+  t.match(await entries('proxy.call', since), [{ destination_status: 799, status: 799 }])
+  t.equal(app.services.audit.stats().dropped, 0)
+})
+
 t.test('a proxy call that detokenizes nothing: one proxy.call entry when it ends', async (t) => {
   const since = await headSeq()
   const res = await app.proxy(stub.origin, { method: 'POST', path: '/proxy/plain', body: '{"amount":42}', headers: ['Content-Type', 'application/json'] })

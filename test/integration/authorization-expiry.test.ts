@@ -100,6 +100,17 @@ t.test('a key that expires hands out nothing that outlives it: no later Applicat
   t.equal((await app.request('POST', `/applications/${brief.id}/keys`, { key: temporary.key })).status, 201, 'a key for an Application that expires no later is fine')
   t.equal((await app.request('GET', '/tokens', { key: lasting.key })).status, 200, 'the refused regenerate left the key in place')
 
+  const narrow = await application(app, { type: 'private', rules: [{ priority: 1, container: '/general/', transform: 'mask', permissions: ['token:read'] }] })
+  const widen = (id: string) => app.request('PUT', `/applications/${id}`, { key: temporary.key, body: { name: 'widened', rules: ceiling } })
+  const widened = await widen(narrow.id)
+  t.equal(widened.status, 403, 'widening an Application that outlives the key')
+  t.match(widened.body, { detail: /would outlive the key/, errors: { id: [/no later than/] } })
+  t.match((await app.request('GET', `/applications/${narrow.id}`)).body.rules, [{ container: '/general/' }], 'and it kept its grants')
+  const briefNarrow = await application(app, { type: 'private', rules: [{ priority: 1, container: '/general/', transform: 'mask', permissions: ['token:read'] }], expires_at: soon.toISOString() })
+  t.equal((await widen(briefNarrow.id)).status, 200, 'widening one that expires no later is fine')
+  const narrowed = await app.request('PUT', `/applications/${lasting.id}`, { key: temporary.key, body: { name: 'narrowed', rules: [{ ...ceiling[0], container: '/general/' }] } })
+  t.equal(narrowed.status, 200, 'narrowing one that outlives the key is fine: it hands out nothing')
+
   const proxyManager = await application(app, { type: 'management', permissions: ['proxy:create', 'proxy:update'], rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:use'] }], expires_at: soon.toISOString() })
   const user = await application(app, { type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:use'] }] })
   const open = { name: 'open', destination_url: 'https://example.com', require_auth: false, application: { id: user.id } }

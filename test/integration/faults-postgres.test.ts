@@ -175,3 +175,28 @@ t.test('a write whose answer is lost but which committed is reported as done, no
   t.equal(application.status, 201, `an Application that was stored: 201 with its key (${application.text.slice(0, 160)})`)
   t.equal((await app.request('GET', `/tokens/${created.body.id}`, { key: application.body.key })).status, 200, 'and its key, shown once, works')
 })
+
+t.test('a partition in the middle of a locking transaction: the server ends the orphaned session and the tenant recovers', { skip }, async (t) => {
+  const proxy = await startFaultProxy(t, process.env.DATABASE_URL!)
+  // Checkpointing every entry sends each audit batch through the transaction that locks the chain's head.
+  const app = await startTestApp(t, { ...BOUNDS, DATABASE_URL: proxy.url, SVC_AUDIT_WRITE_TIMEOUT_MS: '1000', SVC_AUDIT_CHECKPOINT_EVERY: '1' })
+  t.teardown(() => proxy.resume())
+  const key = await appKey(app, { type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read'] }] })
+  const token = (await app.request('POST', '/tokens', { key, body: { type: 'token', data: 'x' } })).body.id as string
+  t.equal((await app.request('GET', `/tokens/${token}`, { key })).status, 200)
+  await app.services.audit.flush()
+
+  // The server's session keeps the head's row lock, and hears nothing more, not even the close.
+  const partitioned = proxy.partitionAfter('audit_chain_heads', 'for update')
+  const during = await app.request('GET', `/tokens/${token}`, { key })
+  await partitioned
+  t.equal(during.status, 503, 'the read whose entry could not be written reveals nothing')
+
+  // Without a server-side bound on an idle transaction the lock stayed until TCP keep-alive
+  // noticed (two hours by default): every read of the tenant was a 503 meanwhile.
+  let last: TestResponse | undefined
+  await until(async () => (last = await app.request('GET', `/tokens/${token}`, { key })).status === 200, 'reads of the tenant succeed again', 10_000).catch((err: unknown) => {
+    throw new Error(`${String(err)}: ${last?.status} ${last?.text.slice(0, 160)}`)
+  })
+  t.equal(last!.body.data, 'x')
+})

@@ -155,6 +155,7 @@ t.test('a malformed event is a programming error: record rejects, note logs, not
   t.type(await settled(w.record([event(), bad])), AuditEventError)
   w.note([bad])
   t.ok(logs.some((l) => l.includes('refused')))
+  t.equal(w.stats().dropped, 1, 'and counted as dropped, so the metric shows it')
   await w.flush()
   t.equal(sink.calls.length, 0)
 })

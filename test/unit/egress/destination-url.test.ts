@@ -70,6 +70,7 @@ t.test('refuses every form that could leave the base or the policy', async (t) =
     ['https:/\\evil.example', '', ''],
     ['https://h\\@evil.example', '', ''],
     ['https://user:pass@h/api', '', ''],
+    [`https://${'a'.repeat(60)}.${'b'.repeat(60)}.${'c'.repeat(60)}.${'d'.repeat(60)}.${'e'.repeat(10)}`, '', '', 'longer than 253'],
     ['https://user@h/api', '', ''],
     ['https://@h/api', '', ''],
     ['https://h#frag', '', ''],
