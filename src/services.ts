@@ -97,7 +97,7 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
   const keys = await openVaultKeys(store, secrets.masterKey, logger)
   const tokenCache = createTokenCache(bus, clock)
   await tokenCache.start()
-  const tokens = instrumentTokens(tokenService(store, keys, tokenCache), metrics)
+  const tokens = instrumentTokens(tokenService(store, keys, tokenCache, { renderMaxBytes: Math.max(config.bodyLimitBytes, config.reactors.payloadMaxBytes) }), metrics)
   const sessions = sessionsService({ store, hasher, authenticator, clock })
 
   const forwarder = instrumentForwarder(createForwarder(config.proxy), metrics)

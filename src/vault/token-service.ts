@@ -25,7 +25,13 @@ export interface CreateTokenInput extends TokenFields {
 
 export type TokenPatch = Partial<Omit<TokenFields, 'type' | 'id' | 'metadata'>> & { metadata?: Record<string, string | null> | null }
 
-export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
+/**
+ * `renderMaxBytes`: how much token data one request's expressions may expand to. Only distinct
+ * tokens are counted against SVC_MAX_EXPRESSION_TOKENS; without this bound a body repeating
+ * one large token's reference built answers, forwarded bodies and Reactor inputs of gigabytes
+ * (the process died of it).
+ */
+export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache, options: { renderMaxBytes: number }) {
   const crypto = (): VaultCrypto => requireReady(keys)
 
   function view(record: TokenRecord, transform: Transform, data?: unknown): TokenView {
@@ -151,12 +157,13 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
     /**
      * Every token an expression set references, checked for `permission`; the lookup returns
      * each token's data shaped by its rule's transform. Tokens not in the cache are loaded
-     * with one query.
+     * with one query. Each lookup counts its token's stored size (the ciphertext's, at least
+     * what the data renders to) against `renderMaxBytes`, and refuses with 413 past it.
      */
     async resolve(principal: Principal, tokenIds: ReadonlySet<string>, permission: 'token:use' | 'token:read'): Promise<(id: string) => unknown> {
       if (tokenIds.size === 0) return unknownToken
       const usable = await loadUsable(principal.tenantId, tokenIds)
-      const values = new Map<string, unknown>()
+      const values = new Map<string, { value: unknown; bytes: number }>()
       try {
         for (const id of tokenIds) {
           const token = usable.get(id)
@@ -164,12 +171,18 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache) {
           const transform = authorizeToken(principal, permission, token.record)
           const data = transform === 'redact' ? undefined : openData(token.dataKey, token.record.ciphertext, token.aad)
           const shaped = data === undefined ? undefined : shape(transform, token.record, data)
-          values.set(id, shaped === undefined ? null : shaped)
+          values.set(id, { value: shaped === undefined ? null : shaped, bytes: token.record.ciphertext.length })
         }
       } finally {
         for (const token of usable.values()) token.dataKey.fill(0)
       }
-      return (id) => (values.has(id) ? values.get(id) : unknownToken(id))
+      let spent = 0
+      return (id) => {
+        const found = values.get(id)
+        if (found === undefined) return unknownToken(id)
+        if ((spent += found.bytes) > options.renderMaxBytes) throw renderTooLarge(options.renderMaxBytes)
+        return found.value
+      }
     },
   }
 }
@@ -188,6 +201,10 @@ function changedViews(current: TokenRecord, patch: TokenPatch): string[] {
     ['search_indexes', patch.search_indexes, current.search_indexes],
   ] as const
   return views.filter(([, next, now]) => next !== undefined && canonicalJson(next) !== canonicalJson(now)).map(([field]) => field)
+}
+
+function renderTooLarge(limit: number): AppError {
+  return new AppError('payload_too_large', { detail: `The expressions reference more than ${limit} bytes of token data (a token counts once per reference).` })
 }
 
 function unknownToken(id: string): never {
