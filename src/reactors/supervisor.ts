@@ -261,6 +261,7 @@ export class ReactorSupervisor {
       bridges: this.bridges,
       logger: this.logger,
       maxFrameBytes: this.config.payloadMaxBytes + FRAME_HEADROOM_BYTES,
+      payloadMaxBytes: this.config.payloadMaxBytes,
       onReady,
       onStuck: (reason) => {
         this.logger.error({ pid: child.pid, reason }, 'reactor runtime is stuck; restarting it')

@@ -96,6 +96,12 @@ t.test('escape probes see no host object', async (t) => {
   t.notMatch(String(stack), /\/work\/|file:|node_modules|\.ts/, 'stacks carry no host paths')
 })
 
+t.test('no resizable ArrayBuffer: it grew outside the isolate\'s memory limit', async (t) => {
+  const rt = await startRuntime(t)
+  const code = 'module.exports = async () => { const b = new ArrayBuffer(8, { maxByteLength: 2 ** 30 }); return { raw: [typeof b.resize, b.resizable === true, typeof ArrayBuffer.prototype.resize] } }'
+  t.same(await rt.run(code), { kind: 'ok', value: { raw: ['undefined', false, 'undefined'] } })
+})
+
 t.test('throwing a non-Error: 500 reactor_error carrying the thrown value', async (t) => {
   const rt = await startRuntime(t)
   const code = fixture('throw-non-error.js')

@@ -178,3 +178,20 @@ t.test('fetch refuses private destinations under the default policy', async (t) 
   t.not(res.body.raw, 'fetched')
   t.match(res.body.raw, /not allowed|refused|public/i)
 })
+
+t.test('a bridge answer over the payload limit is the Reactor\'s error, not the runtime\'s end', async (t) => {
+  // 30,000 control characters pass the fetch bound (64 KB) but are six bytes each in JSON: the
+  // answer's frame was larger than the worker takes, and the worker died with every call in it.
+  const server = http.createServer((_req, res) => res.end(Buffer.alloc(30_000, 1)))
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise((resolve) => server.close(resolve)))
+  const app = await startTestApp(t, { SVC_REACTOR_PAYLOAD_MAX_BYTES: String(64 * 1024) })
+  const caller = await appKey(app, { type: 'private', permissions: ['token:use'] })
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`
+  const code = `module.exports = async () => { try { return { raw: (await fetch('${url}')).body.length } } catch (e) { return { raw: e.message } } }`
+  const reactor = await app.request('POST', '/reactors', { body: { name: 'escaped', code } })
+  const res = await app.request('POST', `/reactors/${reactor.body.id}/react`, { key: caller, body: { args: {} } })
+  t.equal(res.status, 200)
+  t.match(res.body.raw, /answer of fetch is larger than the 65536-byte Reactor payload limit/)
+  t.equal(app.services.supervisor.stats().restarts, 0, 'the runtime was not restarted')
+})

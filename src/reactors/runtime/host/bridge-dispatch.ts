@@ -26,8 +26,13 @@ export interface HostBridges {
   fetch(ctx: unknown, req: BridgeFetchRequest): Promise<BridgeFetchResponse>
 }
 
-/** Resolves to the result as JSON text ('' for undefined); rejects with the host's error. */
-export async function dispatchBridge(bridges: HostBridges, op: BridgeOp, ctx: unknown, json: string): Promise<string> {
+/**
+ * Resolves to the result as JSON text ('' for undefined); rejects with the host's error. An
+ * answer over `maxBytes` is refused here: the worker takes frames up to the payload limit, and
+ * a larger one (a fetched body of control characters, each escaped to six bytes; one large
+ * token detokenized several times) killed the runtime and every tenant's calls in it.
+ */
+export async function dispatchBridge(bridges: HostBridges, op: BridgeOp, ctx: unknown, json: string, maxBytes: number): Promise<string> {
   let arg: unknown
   try {
     arg = JSON.parse(json)
@@ -46,7 +51,11 @@ export async function dispatchBridge(bridges: HostBridges, op: BridgeOp, ctx: un
       value = toFetchResult(await bridges.fetch(ctx, toFetchRequest(arg)))
       break
   }
-  return JSON.stringify(value) ?? ''
+  const text = JSON.stringify(value) ?? ''
+  if (text.length > maxBytes / 3 && Buffer.byteLength(text) > maxBytes) {
+    throw new AppError('payload_too_large', { detail: `The answer of ${op} is larger than the ${maxBytes}-byte Reactor payload limit.` })
+  }
+  return text
 }
 
 /** What the Reactor sees of a failed call: an AppError's own words, anything else generic. */

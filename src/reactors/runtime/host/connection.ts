@@ -52,6 +52,8 @@ export interface ConnectionOptions {
   logger: Logger
   /** Largest frame a worker may send: a result or a bridge argument, plus a header. */
   maxFrameBytes: number
+  /** Largest bridge answer sent to a worker (it takes frames of this plus a header). */
+  payloadMaxBytes: number
   onReady(): void
   /** The runtime missed a deadline by LANE_GRACE_MS, or a lane broke: it must go. */
   onStuck(reason: string): void
@@ -167,7 +169,7 @@ export class RuntimeConnection {
     // Only the lane running the invocation may call for it, and only while it runs.
     if (p === undefined || p.lane !== lane || p.call === undefined) return answer(false, 'The invocation has ended.')
     const { context, reactorId } = p.call
-    dispatchBridge(this.opts.bridges, call.op, context, json).then(
+    dispatchBridge(this.opts.bridges, call.op, context, json, this.opts.payloadMaxBytes).then(
       (result) => answer(true, result),
       (err: unknown) => {
         if (!(err instanceof AppError)) this.opts.logger.warn({ err, reactorId, op: call.op }, 'reactor bridge call failed')
