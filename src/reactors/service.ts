@@ -91,7 +91,8 @@ export function reactorsService(deps: {
         application_id: input.application?.id ?? null,
         ...changeStamp(caller),
       }))
-      await cache.invalidate(id)
+      // The stored id, not the one asked with: uuids match in any case, cache keys only in one.
+      await cache.invalidate(current.id)
       if (!updated) throw notFound()
       return updated
     },
@@ -100,14 +101,14 @@ export function reactorsService(deps: {
       const current = await find(caller.tenantId, id)
       await host.authorizeBound(caller, current.application_id)
       const deleted = await store.reactors.delete(caller.tenantId, id)
-      await cache.invalidate(id)
+      await cache.invalidate(current.id)
       if (!deleted) throw notFound()
-      host.retire(id)
+      host.retire(current.id)
     },
 
     /** `args` expressions are detokenized under the caller's rules before the code sees them. */
     async react(caller: Principal, id: string, args: unknown, audit?: ReactorAudit): Promise<ReactResult> {
-      const cached = isUuid(id) ? await cache.get(caller.tenantId, id) : undefined
+      const cached = isUuid(id) ? await cache.get(caller.tenantId, id.toLowerCase()) : undefined
       if (!cached) throw notFound()
       const { reactor, actor } = cached
       const detokenized = await detokenizeValue(deps.tokens, caller, args, deps.config.expressions.maxTokens, 'token:use', audit?.invoking)

@@ -76,7 +76,8 @@ export function tenantsService(deps: { store: Store; hasher: ApiKeyHasher; setti
       if (!current) throw new AppError('not_found', { detail: 'No such tenant.' })
       const updated = await store.tenants.updateSettings(id, { ...current.settings, ...patch }, new Date())
       if (!updated) throw new AppError('not_found', { detail: 'No such tenant.' })
-      await deps.settings.invalidate(id)
+      // The stored id, not the one asked with: uuids match in any case, cache keys only in one.
+      await deps.settings.invalidate(current.id)
       return updated
     },
   }

@@ -132,6 +132,18 @@ t.test('cached Reactors: an update, a delete or an Application change takes effe
   t.equal((await app.request('DELETE', `/reactors/${r.body.id}`)).status, 204)
   t.equal((await react(r.body.id)).status, 404, 'a deleted Reactor is gone at once')
 
+  // Uuids match in any case; the cache must not keep one entry per spelling.
+  const cased = await app.request('POST', '/reactors', { body: { name: 'c', code: code('c1'), configuration: { C: 'a' } } })
+  const upper = (cased.body.id as string).toUpperCase()
+  t.same((await react(upper)).body, { raw: ['c1', 'a'] }, 'an upper-case id runs it')
+  t.equal((await app.request('PUT', `/reactors/${cased.body.id}`, { body: { name: 'c', code: code('c2'), configuration: { C: 'a' } } })).status, 200)
+  t.same((await react(upper)).body, { raw: ['c2', 'a'] }, 'and runs the new code after an update by the lower-case id')
+  t.equal((await app.request('PUT', `/reactors/${upper}`, { body: { name: 'c', code: code('c3'), configuration: { C: 'a' } } })).status, 200)
+  t.same((await react(cased.body.id)).body, { raw: ['c3', 'a'] }, 'an update by the upper-case id reaches the lower-case one')
+  t.equal((await app.request('DELETE', `/reactors/${upper}`)).status, 204)
+  t.equal((await react(cased.body.id)).status, 404, 'a delete by either spelling ends both')
+  t.equal((await react(upper)).status, 404)
+
   // The Application a Reactor acts as is cached with it: its changes count at once too.
   const actor = await app.request('POST', '/applications', {
     body: { name: 'actor', type: 'private', rules: [{ priority: 1, container: '/', transform: 'mask', permissions: ['token:create', 'token:use'] }] },
