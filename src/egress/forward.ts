@@ -1,7 +1,9 @@
 import { Readable } from 'node:stream'
 import { Agent, type Dispatcher } from 'undici'
 import { AppError } from '../errors/index.js'
+import { isAnswerStatus } from '../shapes/http-parts.js'
 import { connectGuard, createPolicyConnector } from './destination-policy.js'
+import { discardBody } from './body.js'
 import { withinDeadline } from './deadline.js'
 import { createInjectedSender } from './forward-injected.js'
 import type { Forwarder, ForwarderOptions, ForwardRequest, ForwardResponse } from './forward-types.js'
@@ -37,9 +39,9 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
         if (outbound.keepAlive !== undefined || outbound.connection !== undefined) {
           const problem = injectedHeaderProblem(outbound)
           if (problem !== undefined) throw new AppError('bad_request', { detail: problem })
-          return await withinDeadline(injected.send(req, outbound), timeoutMs)
+          return relayable(await withinDeadline(injected.send(req, outbound), timeoutMs))
         }
-        return await withinDeadline(sendWithUndici(agent, req, outbound.list), timeoutMs)
+        return relayable(await withinDeadline(sendWithUndici(agent, req, outbound.list), timeoutMs))
       } catch (err) {
         throw aborted ? shutdownError(err) : toForwardError(err)
       }
@@ -54,6 +56,17 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
       await agent.destroy(shutdownError(undefined))
     },
   }
+}
+
+/**
+ * A final status the caller can be answered with. node:http passes 0-99 and 600-999 through (and
+ * writing 0-99 back threw after the answer was claimed: the caller waited for ever); like
+ * nginx, a status outside 200-599 is the destination's fault, not something to relay.
+ */
+function relayable(res: ForwardResponse): ForwardResponse {
+  if (isAnswerStatus(res.status)) return res
+  discardBody(res.body)
+  throw new AppError('destination_unreachable', { detail: 'The destination answered with a status outside 200-599.' })
 }
 
 function shutdownError(cause: unknown): AppError {

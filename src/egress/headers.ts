@@ -92,13 +92,17 @@ export function injectedHeaderProblem(outbound: OutboundHeaders): string | undef
   return undefined
 }
 
-/** The destination's headers minus hop-by-hop ones and those its Connection header names. */
+/**
+ * The destination's headers minus hop-by-hop ones, those its Connection header names, and
+ * Tessera's own (`SVC-*`): a destination must not replace the caller's trace id or claim an
+ * idempotent replay.
+ */
 export function stripResponseHeaders(input: Record<string, string | string[] | undefined>): ResponseHeaders {
   const named = connectionNamed(input.connection)
   const out: ResponseHeaders = {}
   for (const name in input) {
     const value = input[name]
-    if (value === undefined || HOP_BY_HOP.has(name) || named?.includes(name)) continue
+    if (value === undefined || HOP_BY_HOP.has(name) || name.startsWith('svc-') || named?.includes(name)) continue
     out[name] = value
   }
   return out

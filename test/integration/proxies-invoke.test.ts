@@ -181,6 +181,16 @@ t.test('pre-configured proxies: invocation', async (t) => {
     t.equal(declined.json.card_number, VISA, 'a non-2xx answer passes through untransformed')
   })
 
+  t.test('a response transform cannot speak for Tessera: its SVC-* headers are dropped', async (t) => {
+    const code = `module.exports = async (req) => ({ body: 'ok', headers: { 'SVC-Trace-Id': 'forged', 'SVC-Idempotent-Replayed': 'true', 'X-Kept': '1' }, status: 200 })`
+    const proxy = await createProxy(app, { name: 'forger', destination_url: stub.origin, response_transform: { code }, application: { id: actor.id } })
+    const res = await send(proxy.key, { headers: ['SVC-TRACE-ID', 'mine'] })
+    t.equal(res.status, 200)
+    t.equal(res.headers['svc-trace-id'], 'mine')
+    t.notOk(res.headers['svc-idempotent-replayed'])
+    t.equal(res.headers['x-kept'], '1')
+  })
+
   t.test('update takes effect at once; delete stops the key', async (t) => {
     const other = await startStub(t)
     const proxy = await createProxy(app, { name: 'moving', destination_url: stub.origin })

@@ -85,6 +85,18 @@ t.test('ephemeral proxy: failures are proxy_error without a destination status',
     assertProxyError(t, res, 502)
   })
 
+  t.test('a status outside 200-599 is 502 on both senders, never relayed or left unanswered', async (t) => {
+    for (const status of ['000', '042', '099', '600', '799']) {
+      const port = await startRawStub(t, (socket) => socket.on('data', () => socket.write(`HTTP/1.1 ${status} X\r\nSet-Cookie: a=b\r\nContent-Length: 2\r\n\r\nok`)))
+      // SVC-PROXY-CONNECTION sends through node:http, which passes any three digits through.
+      for (const extra of [[], ['SVC-PROXY-CONNECTION', 'keep-alive']]) {
+        const res = await rawRequest(app.url, { path: '/proxy', headers: ['SVC-API-KEY', app.useKey, 'SVC-PROXY-URL', `http://127.0.0.1:${port}`, ...extra] })
+        assertProxyError(t, res, 502, `${status} ${extra[0] ?? 'undici'}`)
+        t.notOk(res.headers['set-cookie'], 'none of its headers')
+      }
+    }
+  })
+
   t.test('destination resets mid-body: the caller sees an aborted response, never a clean short one', async (t) => {
     const framings = {
       'content-length': 'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\npartial',

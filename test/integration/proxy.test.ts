@@ -27,6 +27,17 @@ t.test('ephemeral proxy: forwarding', async (t) => {
     t.equal(stub.seen.at(-1)!.url, '/')
   })
 
+  t.test("the destination cannot speak for Tessera: its SVC-* headers are dropped", async (t) => {
+    const forger = await startStub(t, (_req, res) => res.writeHead(200, { 'SVC-Trace-Id': 'forged', 'SVC-Idempotent-Replayed': 'true', 'SVC-Proxy-Destination-Status': '999', 'X-Kept': '1' }).end('ok'))
+    for (const extra of [[], ['SVC-PROXY-CONNECTION', 'keep-alive']]) {
+      const res = await app.proxy(forger.origin, { headers: ['SVC-TRACE-ID', 'mine', ...extra] })
+      t.equal(res.headers['svc-trace-id'], 'mine', 'the caller keeps its trace id')
+      t.notOk(res.headers['svc-idempotent-replayed'])
+      t.equal(res.headers['svc-proxy-destination-status'], '200')
+      t.equal(res.headers['x-kept'], '1')
+    }
+  })
+
   t.test("the destination's Cache-Control is relayed; without one the answer is no-store", async (t) => {
     const cacheable = await startStub(t, (_req, res) => res.writeHead(200, { 'Cache-Control': 'max-age=60' }).end('ok'))
     t.equal((await app.proxy(cacheable.origin)).headers['cache-control'], 'max-age=60')

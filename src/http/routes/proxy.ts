@@ -149,18 +149,20 @@ function sendResult(ctx: AppContext, result: ProxyResult): void {
     ctx.respond = false
     return
   }
-  try {
-    for (const name in result.headers) res.setHeader(name, result.headers[name] as string | string[])
-  } catch (cause) {
-    if (result.body instanceof Readable) discardBody(result.body)
-    for (const name in result.headers) res.removeHeader(name)
-    throw new AppError('destination_unreachable', { detail: 'The destination answered with a header that cannot be relayed.', cause })
-  }
   // The service's own signal: set only when the destination answered, never taken from a transform.
   if (result.destinationStatus !== undefined) res.setHeader('SVC-PROXY-DESTINATION-STATUS', String(result.destinationStatus))
   else res.removeHeader('SVC-PROXY-DESTINATION-STATUS')
+  try {
+    for (const name in result.headers) res.setHeader(name, result.headers[name] as string | string[])
+    res.writeHead(result.status)
+  } catch (cause) {
+    // Nothing was sent yet: the error handler answers, without the destination's headers.
+    if (result.body instanceof Readable) discardBody(result.body)
+    for (const name in result.headers) res.removeHeader(name)
+    res.removeHeader('SVC-PROXY-DESTINATION-STATUS')
+    throw new AppError('destination_unreachable', { detail: 'The destination answered with a header or status that cannot be relayed.', cause })
+  }
   ctx.respond = false
-  res.writeHead(result.status)
   if (result.body instanceof Readable) relay(result.body, res)
   else res.end(result.body)
 }

@@ -72,7 +72,9 @@ export function returnedHeaders(which: TransformKind, value: unknown): [string, 
       const text = headerValueText(item)
       if (text === undefined) throw malformed(which, 'header values must be strings.')
       if (!isHeaderValue(text)) throw malformed(which, 'a header value contains a control character or one outside Latin-1.')
-      if (!NOT_RETURNED.has(name.toLowerCase())) out.push([name, text])
+      const lower = name.toLowerCase()
+      // A response transform may not speak for Tessera either (see stripResponseHeaders).
+      if (!NOT_RETURNED.has(lower) && !(which === 'response' && lower.startsWith('svc-'))) out.push([name, text])
     }
   }
   return out
