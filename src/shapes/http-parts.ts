@@ -10,6 +10,23 @@ const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 // refuse the rest) Latin-1 only: a value that passes here can always be written.
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/
 
+// Framing is Tessera's (recomputed for the body it sends); hop-by-hop headers belong to one connection.
+const NOT_RETURNED = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'trailer', 'te', 'proxy-connection'])
+
+/** Whether header `lowerName` is end to end: not framing or hop-by-hop. */
+export function isEndToEndHeader(lowerName: string): boolean {
+  return !NOT_RETURNED.has(lowerName)
+}
+
+/**
+ * Whether code may set header `lowerName` on an answer to a caller: not framing or hop-by-hop
+ * (`Transfer-Encoding` beside `Content-Length` desynchronized a front proxy), nor Tessera's own
+ * `SVC-*` (a trace id, an idempotent replay).
+ */
+export function isAnswerHeader(lowerName: string): boolean {
+  return !NOT_RETURNED.has(lowerName) && !lowerName.startsWith('svc-')
+}
+
 export function isHeaderName(name: string): boolean {
   return HEADER_NAME.test(name)
 }

@@ -207,3 +207,37 @@ t.test('a bridge answer over the payload limit is the Reactor\'s error, not the 
   t.match(res.body.raw, /answer of fetch is larger than the 65536-byte Reactor payload limit/)
   t.equal(app.services.supervisor.stats().restarts, 0, 'the runtime was not restarted')
 })
+
+t.test('what a Reactor answers with is checked like anything else it hands back', async (t) => {
+  const app = await startTestApp(t)
+  const caller = await appKey(app, { type: 'private', permissions: ['token:use'] })
+  const react = async (code: string) => {
+    const reactor = await app.request('POST', '/reactors', { body: { name: 'r', code } })
+    return app.request('POST', `/reactors/${reactor.body.id}/react`, { key: caller, body: { args: {} }, headers: { 'SVC-TRACE-ID': 'mine' } })
+  }
+
+  t.test('CustomHttpResponseError: framing, hop-by-hop and SVC-* headers are not set', async (t) => {
+    const headers = "{ 'transfer-encoding': 'chunked', 'content-length': '3', connection: 'upgrade', upgrade: 'h2c', trailer: 'x-a', 'svc-trace-id': 'forged', 'x-kept': '1' }"
+    const res = await react(`module.exports = async () => { throw new CustomHttpResponseError({ status: 202, headers: ${headers}, body: 'hello' }) }`)
+    t.equal(res.status, 202)
+    t.equal(res.text, 'hello', 'framed by Tessera')
+    t.equal(res.headers.get('content-length'), '5')
+    t.equal(res.headers.get('transfer-encoding'), null)
+    t.equal(res.headers.get('upgrade'), null)
+    t.equal(res.headers.get('trailer'), null)
+    t.equal(res.headers.get('svc-trace-id'), 'mine')
+    t.equal(res.headers.get('x-kept'), '1')
+  })
+
+  t.test('a result nested deeper than 512 levels is a reactor_error, never a plain-text 500', async (t) => {
+    const deep = (n: number) => `(() => { let a = 'x'; for (let i = 0; i < ${n}; i++) a = [a]; return a })()`
+    t.equal((await react(`module.exports = async () => ({ raw: ${deep(500)} })`)).status, 200, '500 levels are fine')
+    for (const field of ['raw', 'tokenize']) {
+      const res = await react(`module.exports = async () => ({ ${field}: ${deep(9000)} })`)
+      t.equal(res.status, 500, field)
+      t.match(res.body, { type: '/problems/reactor-error', detail: /nested more than 512 levels/ }, `${field}: problem+json`)
+    }
+    const thrown = await react(`module.exports = async () => { throw new CustomHttpResponseError({ status: 200, body: ${deep(9000)} }) }`)
+    t.match(thrown.body, { type: '/problems/reactor-error' }, 'a CustomHttpResponseError body too')
+  })
+})

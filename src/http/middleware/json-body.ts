@@ -2,6 +2,7 @@ import type { Middleware } from 'koa'
 import getRawBody from 'raw-body'
 import sjson from 'secure-json-parse'
 import { AppError, ValidationError } from '../../errors/index.js'
+import { depthExceeds } from '../../shapes/json-depth.js'
 import { findUnsafeText } from '../../shapes/unsafe-text.js'
 import type { AppState } from '../context.js'
 
@@ -68,15 +69,4 @@ export function parseStrictJson(raw: Buffer): unknown {
   const unsafe = findUnsafeText(value)
   if (unsafe !== undefined) throw new ValidationError(unsafe)
   return value
-}
-
-function depthExceeds(root: unknown, max: number): boolean {
-  const stack: [unknown, number][] = [[root, 1]]
-  while (stack.length) {
-    const [value, depth] = stack.pop()!
-    if (value === null || typeof value !== 'object') continue
-    if (depth > max) return true
-    for (const child of Object.values(value)) stack.push([child, depth + 1])
-  }
-  return false
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { AuditRecorder } from '../../audit/audit-log.js'
 import { AppError } from '../../errors/index.js'
-import { isAnswerStatus, isHeaderName, isHeaderValue } from '../../shapes/http-parts.js'
+import { isAnswerHeader, isAnswerStatus, isHeaderName, isHeaderValue } from '../../shapes/http-parts.js'
 import type { ReactResult, ReactorAudit, ReactorsService } from '../../reactors/service.js'
 import { auditEvent, tokenEvent } from '../audit-context.js'
 import type { AppContext } from '../context.js'
@@ -78,6 +78,6 @@ function respondAsReactor(ctx: AppContext, result: Extract<ReactResult, { kind: 
     }
   }
   ctx.status = result.status
-  for (const [name, value] of Object.entries(result.headers)) ctx.set(name, value)
+  for (const [name, value] of Object.entries(result.headers)) if (isAnswerHeader(name.toLowerCase())) ctx.set(name, value)
   ctx.body = result.body === undefined || result.body === null ? '' : result.body
 }

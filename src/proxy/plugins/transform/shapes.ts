@@ -1,6 +1,6 @@
 import { AppError } from '../../../errors/index.js'
 import type { ResponseHeaders } from '../../../egress/headers.js'
-import { headerValueText, isAnswerStatus, isHeaderName, isHeaderValue, isRecord } from '../../../shapes/http-parts.js'
+import { headerValueText, isAnswerHeader, isAnswerStatus, isHeaderName, isHeaderValue, isRecord, isEndToEndHeader } from '../../../shapes/http-parts.js'
 import { bodyKind } from '../detokenize/body-templates.js'
 
 /**
@@ -10,9 +10,6 @@ import { bodyKind } from '../detokenize/body-templates.js'
  * lower-case names. Everything coming back is checked here, as the Reactor runtime checks a
  * CustomHttpResponseError: transform code is tenant code.
  */
-
-// Framing is recomputed for the new body; hop-by-hop headers belong to one connection.
-const NOT_RETURNED = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'trailer', 'te', 'proxy-connection'])
 
 /** TransformKind side of the exchange a transform runs on. */
 export type TransformKind = 'request' | 'response'
@@ -55,7 +52,7 @@ export function responseHeaderArg(headers: ResponseHeaders): Record<string, stri
   const out: Record<string, string | string[]> = {}
   for (const name in headers) {
     const value = headers[name] as string | string[]
-    if (NOT_RETURNED.has(name)) continue
+    if (!isEndToEndHeader(name)) continue
     out[name] = Array.isArray(value) && name !== 'set-cookie' ? value.join(', ') : value
   }
   return out
@@ -73,8 +70,7 @@ export function returnedHeaders(which: TransformKind, value: unknown): [string, 
       if (text === undefined) throw malformed(which, 'header values must be strings.')
       if (!isHeaderValue(text)) throw malformed(which, 'a header value contains a control character or one outside Latin-1.')
       const lower = name.toLowerCase()
-      // A response transform may not speak for Tessera either (see stripResponseHeaders).
-      if (!NOT_RETURNED.has(lower) && !(which === 'response' && lower.startsWith('svc-'))) out.push([name, text])
+      if (which === 'response' ? isAnswerHeader(lower) : isEndToEndHeader(lower)) out.push([name, text])
     }
   }
   return out

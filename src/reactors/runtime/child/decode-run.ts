@@ -1,5 +1,12 @@
 import { headerValueText, isAnswerStatus, isHeaderName, isHeaderValue, isRecord } from '../../../shapes/http-parts.js'
+import { textDepthExceeds } from '../../../shapes/json-depth.js'
 import type { RunErrorCode, WireOutcome } from '../shared/protocol.js'
+
+/**
+ * Deeper results pass the sandbox's JSON.stringify but overflowed the API process's stack where
+ * it handles them (serializing the answer, walking a `tokenize`): a plain-text 500.
+ */
+export const RESULT_MAX_DEPTH = 512
 
 /**
  * Turns what the sandbox's `run` returned ([meta JSON, value JSON]) into a WireOutcome.
@@ -12,6 +19,10 @@ export function decodeRun(result: unknown, payloadMaxBytes: number): WireOutcome
   }
   const [metaJson, json] = result as [string, string]
   if (Buffer.byteLength(metaJson) + Buffer.byteLength(json) > payloadMaxBytes) return tooLarge(payloadMaxBytes)
+  // Each level costs at least one character: short results need no scan.
+  if (json.length > RESULT_MAX_DEPTH && textDepthExceeds(json, RESULT_MAX_DEPTH)) {
+    return failure(`The Reactor result is nested more than ${RESULT_MAX_DEPTH} levels deep.`)
+  }
   let meta: unknown
   try {
     meta = JSON.parse(metaJson)
