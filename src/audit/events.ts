@@ -50,6 +50,16 @@ export const auditActions = [
 ] as const
 export type AuditAction = (typeof auditActions)[number]
 
+/**
+ * Actions whose entry is recorded once the change committed (the entry names what was made):
+ * when their record fails, the request answers 503 but the change stands.
+ */
+const CHANGES = /\.(create|update|delete|regenerate_key|key_create|key_delete|authorize)$/
+
+export function isChangeAction(action: AuditAction): boolean {
+  return CHANGES.test(action)
+}
+
 export const actorKinds = ['application', 'session', 'proxy', 'reactor', 'operator', 'anonymous'] as const
 export type ActorKind = (typeof actorKinds)[number]
 

@@ -45,7 +45,7 @@ export function idempotencyService(store: Store, options: IdempotencyOptions) {
       if (found.fingerprint !== fingerprint) throw new AppError('idempotency_mismatch')
       if (found.status === null) throw new AppError('idempotency_in_flight', { headers: { 'Retry-After': '1' } })
       if (found.withheld) {
-        throw new AppError('idempotency_withheld', { detail: `The request already completed with status ${found.status}; its answer may hold plaintext and was not kept.` })
+        throw new AppError('idempotency_withheld', { detail: `The request already ran and answered with status ${found.status}; that answer was not kept.` })
       }
       return { kind: 'replay', status: found.status, body: found.body === null ? undefined : JSON.parse(found.body) }
     }

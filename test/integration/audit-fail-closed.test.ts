@@ -187,3 +187,26 @@ t.test('a Reactor bridge read whose entry cannot be written: the running code ge
   t.notOk(rows.some((r) => r.action === 'reactor.token_read' && r.token_ids.includes(id)), 'no entry claims a read that never happened')
   t.ok(rows.some((r) => r.action === 'reactor.invoke' && r.target_ids.includes(reactor.body.id) && r.token_ids.includes(argToken)), 'the invocation was recorded before the code ran')
 })
+
+t.test('a change that stands after its entry failed keeps its idempotency key: a retry does not make it twice', async (t) => {
+  const key = (await app.request('POST', '/applications', { body: { name: 'once', type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read'] }] } })).body.key as string
+  const count = async (table: string) => Number((await knex(table).count({ n: '*' }).first())!.n)
+  for (const [table, path, body, asKey] of [
+    ['tokens', '/tokens', { type: 'token', data: 'pay once' }, key],
+    ['applications', '/applications', { name: 'made once', type: 'private', permissions: ['token:read'] }, undefined],
+  ] as const) {
+    const before = await count(table)
+    const headers = { 'SVC-IDEMPOTENCY-KEY': `once-${table}` }
+    const first = await withoutAuditTable(() => app.request('POST', path, { key: asKey, body, headers }))
+    t.equal(first.status, 503, `${table}: the entry could not be written`)
+    t.equal(await count(table), before + 1, `${table}: the change stands`)
+    const retry = await app.request('POST', path, { key: asKey, body, headers })
+    t.equal(retry.status, 409, `${table}: the retry is not run again`)
+    t.match(retry.body, { type: '/problems/idempotency-withheld', detail: /answered with status 503/ })
+    t.equal(await count(table), before + 1, `${table}: one, not two`)
+  }
+  // A failure that changed nothing still gives its key up.
+  const headers = { 'SVC-IDEMPOTENCY-KEY': 'refused-then-fixed' }
+  t.equal((await app.request('POST', '/tokens', { key, body: { type: 'card', data: { number: '1' } }, headers })).status, 400)
+  t.equal((await app.request('POST', '/tokens', { key, body: { type: 'card', data: { number: '1' } }, headers })).status, 400, 'runs again')
+})

@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto'
 import type { Middleware } from 'koa'
 import type { Logger } from 'pino'
-import { ValidationError } from '../../errors/index.js'
+import { failedAfterChange } from '../../audit/audit-log.js'
+import { AppError, ValidationError } from '../../errors/index.js'
 import type { IdempotencyService } from '../../idempotency/service.js'
+import { isUncertainWrite } from '../../store/unavailable.js'
 import type { AppState } from '../context.js'
 import { replayPolicy, storedAnswer } from '../idempotency-replay.js'
 import { currentPrincipal } from './authenticate.js'
@@ -16,7 +18,8 @@ const VALID_KEY = /^[\x21-\x7e]{1,255}$/
  * SVC-IDEMPOTENCY-KEY on POST, PUT and PATCH of the authenticated API (the proxy is outside).
  * The body is read here, before any route, because the request's fingerprint must be known
  * before it runs; the route's body parser takes it from `ctx.state.rawBody`. Only answers the
- * route produced are stored: a request that fails gives its key up, so a retry runs afresh.
+ * route produced are stored: a request that fails gives its key up, so a retry runs afresh,
+ * unless its change stands (see below).
  */
 export function idempotency(service: IdempotencyService, bodyLimitBytes: number, logger: Logger): Middleware<AppState> {
   return async (ctx, next) => {
@@ -38,7 +41,12 @@ export function idempotency(service: IdempotencyService, bodyLimitBytes: number,
     try {
       await next()
     } catch (err) {
-      await start.release().catch((cause: unknown) => logger.warn({ err: cause, traceId: ctx.state.traceId }, 'idempotency key not released; it frees itself when its lease ends'))
+      // A change that stands (or may: its commit went unanswered) keeps its key: a retry would
+      // make it twice. It is kept as withheld, so a repeat is 409 naming the status it got.
+      const settled = isUncertainWrite(err) || failedAfterChange(err)
+        ? start.complete({ status: err instanceof AppError ? err.status : 500, body: null, withheld: true })
+        : start.release()
+      await settled.catch((cause: unknown) => logger.warn({ err: cause, traceId: ctx.state.traceId }, 'idempotency key not settled; it frees itself when its lease ends'))
       throw err
     }
     // The operation happened: its answer goes out even if it cannot be stored.
