@@ -5,7 +5,8 @@ export interface SearchTerms {
   types: string[]
   containers: string[]
   fingerprints: string[]
-  metadata: Record<string, string>
+  /** Every value given per key: terms are ANDed, so two different ones match nothing. */
+  metadata: Record<string, string[]>
   data: string[]
 }
 
@@ -17,7 +18,7 @@ const TERM = /\s*([a-z_]+(?:\.[A-Za-z0-9_-]+)?):(?:"((?:[^"\\]|\\.)*)"|(\S+))/y
  */
 export function parseSearchQuery(query: string): SearchTerms {
   // Metadata keys are the caller's: a key named `__proto__` must be a key, not the object's prototype.
-  const terms: SearchTerms = { ids: [], types: [], containers: [], fingerprints: [], metadata: Object.create(null) as Record<string, string>, data: [] }
+  const terms: SearchTerms = { ids: [], types: [], containers: [], fingerprints: [], metadata: Object.create(null) as Record<string, string[]>, data: [] }
   let pos = 0
   while (pos < query.length) {
     if (/^\s*$/.test(query.slice(pos))) break
@@ -36,7 +37,7 @@ const LIST_FIELDS = { id: 'ids', type: 'types', container: 'containers', fingerp
 
 function addTerm(terms: SearchTerms, field: string, value: string): void {
   if (field.startsWith('metadata.')) {
-    terms.metadata[field.slice('metadata.'.length)] = value
+    ;(terms.metadata[field.slice('metadata.'.length)] ??= []).push(value)
     return
   }
   // Own fields only: `constructor` and `__proto__` are spelled like fields and must not find Object.prototype's.

@@ -56,13 +56,15 @@ export function tokenListing<V>(deps: {
     const terms = parseSearchQuery(query)
     const { hasher } = crypto()
     // Terms are ANDed: two different values for one single-valued field match nothing.
-    const single = [terms.ids, terms.types, terms.fingerprints]
+    const single = [terms.ids, terms.types, terms.fingerprints, ...Object.values(terms.metadata)]
     if (single.some((values) => new Set(values).size > 1)) return undefined
+    const metadata = Object.create(null) as Record<string, string>
+    for (const key in terms.metadata) metadata[key] = terms.metadata[key]![0]!
     return {
       ids: terms.ids,
       types: terms.types,
       containers: terms.containers,
-      metadata: terms.metadata,
+      metadata,
       fingerprints: terms.fingerprints,
       searchHashes: terms.data.map((v) => hasher.searchIndexHash(principal.tenantId, v)),
     }

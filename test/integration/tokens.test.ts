@@ -161,6 +161,17 @@ t.test('dedup, search, tokenize, detokenize', async (t) => {
   t.equal(s2.body.pagination.total_items, 2)
   const s3 = await app.request('POST', '/tokens/search', { key, body: { query: 'metadata.customer:c1' } })
   t.equal(s3.body.pagination.total_items, 1)
+  // Terms are ANDed: a filter a backend was given cannot be widened by adding the key again.
+  for (const path of ['/tokens/search', '/v2/tokens/search']) {
+    const same = await app.request('POST', path, { key, body: { query: 'metadata.customer:c1 metadata.customer:c1' } })
+    t.equal((same.body.pagination?.total_items ?? same.body.data.length) as number, 1, `${path}: the same value twice is the same filter`)
+    const both = await app.request('POST', path, { key, body: { query: 'metadata.customer:other metadata.customer:c1' } })
+    t.same(both.body.data, [], `${path}: two values for one key match nothing`)
+  }
+  const repeated = await app.request('GET', '/tokens?metadata.customer=other&metadata.customer=c1', { key })
+  t.equal(repeated.status, 400, 'a list filter given twice with two values is refused')
+  t.match(repeated.body.errors, { 'metadata.customer': [/more than once/] })
+  t.equal((await app.request('GET', '/tokens?metadata.customer=c1&metadata.customer=c1', { key })).body.pagination.total_items, 1)
   t.equal((await app.request('POST', '/tokens/search', { key, body: { query: 'colour:red' } })).status, 400)
   t.equal((await app.request('POST', '/tokens/search', { key, body: { query: 'nonsense' } })).status, 400)
 

@@ -1,4 +1,5 @@
 import type { AuditLog } from '../../audit/audit-log.js'
+import { ValidationError } from '../../errors/index.js'
 import { detokenizeValue, tokenizeValue, type TokenizeDeps } from '../../vault/tokenize.js'
 import type { AppRouter } from '../context.js'
 import { tokenEvent } from '../audit-context.js'
@@ -78,8 +79,13 @@ function splitMetadata(query: Record<string, string | string[] | undefined>) {
   const metadata = Object.create(null) as Record<string, string>
   const rest = Object.create(null) as Record<string, unknown>
   for (const [key, value] of Object.entries(query)) {
-    if (key.startsWith('metadata.') && key.length > 9) metadata[key.slice(9)] = Array.isArray(value) ? (value.at(-1) ?? '') : (value ?? '')
-    else rest[key] = value
+    if (key.startsWith('metadata.') && key.length > 9) {
+      // Filters are ANDed: the same key twice with two values is a question no token answers,
+      // and taking one of them (the last, as before) let a caller widen a filter it was given.
+      const values = new Set(Array.isArray(value) ? value : [value ?? ''])
+      if (values.size > 1) throw ValidationError.field(key, 'given more than once with different values')
+      metadata[key.slice(9)] = [...values][0] ?? ''
+    } else rest[key] = value
   }
   return { metadata, rest }
 }
