@@ -31,9 +31,10 @@ export interface Store {
   transaction<T>(fn: (trx: Knex.Transaction) => Promise<T>): Promise<T>
   /**
    * Runs a write whose answer may be lost (unavailable.ts, `confirmedWrite`): if it may have
-   * committed, `landed` is asked (within the acquire bound) and a yes counts as success.
+   * committed, `landed` is asked (within the acquire bound) and a yes counts as success. Answers
+   * the write's result, or undefined when only `landed` could tell it succeeded.
    */
-  confirmed(write: () => Promise<unknown>, landed: () => Promise<boolean>): Promise<void>
+  confirmed<T>(write: () => Promise<T>, landed: () => Promise<boolean>): Promise<T | undefined>
 }
 
 export interface OpenStoreOptions extends OpenDatabaseOptions {
@@ -57,8 +58,8 @@ export async function openStore(config: Config, options: OpenStoreOptions = {}):
     idempotency: idempotencyRepository(db.knex),
     audit: auditRepository(db.knex, db.kind),
     transaction: (fn) => db.knex.transaction(fn),
-    async confirmed(write, landed) {
-      await confirmedWrite(write, landed, config.database.acquireTimeoutMs)
+    confirmed(write, landed) {
+      return confirmedWrite(write, landed, config.database.acquireTimeoutMs)
     },
   }
 }

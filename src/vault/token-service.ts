@@ -122,12 +122,14 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache, o
         const existing = await store.tokens.findByFingerprint(principal.tenantId, record.type, record.fingerprint, equalityScopes(principal, 'token:create'))
         if (existing) return view(existing, answerTransform(principal, 'token:create', existing))
       }
+      let inserted: boolean | undefined
       try {
-        await store.confirmed(() => store.tokens.insert(record), () => store.tokens.stored(record))
+        inserted = await store.confirmed(() => store.tokens.insert(record), () => store.tokens.stored(record))
       } catch (err) {
         if (isUniqueViolation(err)) throw new AppError('conflict', { detail: 'A token with this id exists.', cause: err })
         throw err
       }
+      if (inserted === false) throw new AppError('conflict', { detail: 'A token with this id exists.' })
       return view(record, answerTransform(principal, 'token:create', record), input.data)
     },
 

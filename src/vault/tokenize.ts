@@ -73,7 +73,9 @@ export async function tokenizeValue(
   try {
     const insertAll = () =>
       deps.store.transaction(async (trx) => {
-        for (const { record } of records) await deps.store.tokens.insert(record, trx)
+        for (const { record } of records) {
+          if (!(await deps.store.tokens.insert(record, trx))) throw new AppError('conflict', { detail: 'A token with one of these ids exists.' })
+        }
       })
     // All or nothing: if the COMMIT's answer was lost, one record tells whether all landed.
     const first = records[0]?.record

@@ -200,7 +200,7 @@ t.test('dedup, search, tokenize, detokenize', async (t) => {
 t.test('expired tokens are gone at once', async (t) => {
   const clock = testClock()
   const app = await startTestApp(t, {}, { clock })
-  const key = await appKey(app, { type: 'private', permissions: ['token:create', 'token:read'] })
+  const key = await appKey(app, { type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read'] }] })
   const soon = new Date(clock() + 60_000).toISOString()
   const tok = await app.request('POST', '/tokens', { key, body: { type: 'token', data: 'x', expires_at: soon } })
   t.equal(tok.status, 201)
@@ -210,6 +210,20 @@ t.test('expired tokens are gone at once', async (t) => {
   t.equal((await app.request('GET', `/tokens/${tok.body.id}`, { key })).status, 404)
   t.equal((await app.request('POST', '/detokenize', { key, body: { x: `{{ ${tok.body.id} }}` } })).status, 400)
   t.equal((await app.request('POST', '/tokens', { key, body: { type: 'token', data: 'x', expires_at: '2000-01-01T00:00:00Z' } })).status, 400)
+
+  // Its id is free again at once, not only after the sweep (it was a 409 until then).
+  const reused = await app.request('POST', '/tokens', { key, body: { id: tok.body.id, type: 'token', data: 'new' } })
+  t.equal(reused.status, 201, 'POST /tokens may take the id of an expired token')
+  const read = await app.request('GET', `/tokens/${tok.body.id}`, { key })
+  t.match(read.body, { data: 'new', expires_at: null }, 'and the new token is the one stored')
+  t.equal((await app.request('POST', '/detokenize', { key, body: { x: `{{ ${tok.body.id} }}` } })).body.x, 'new')
+  t.equal((await app.request('POST', '/tokens', { key, body: { id: tok.body.id, type: 'token', data: 'again' } })).status, 409, 'a live token still holds its id')
+  const other = await app.request('POST', '/tokens', { key, body: { id: 'expiring-2', type: 'token', data: 'x', expires_at: new Date(clock() + 60_000).toISOString() } })
+  t.equal(other.status, 201)
+  clock.advance(60_000)
+  const tokenized = await app.request('POST', '/tokenize', { key, body: { a: { id: 'expiring-2', type: 'token', data: 'y' } } })
+  t.equal(tokenized.status, 200, '/tokenize too')
+  t.equal((await app.request('POST', '/tokenize', { key, body: { a: { id: 'expiring-2', type: 'token', data: 'z' } } })).status, 409)
 })
 
 t.test('cross-tenant tokens are 404', async (t) => {

@@ -105,8 +105,13 @@ export function tokensRepository(knex: Knex, now: Clock) {
   }
 
   return {
-    async insert(row: TokenRecord, trx: Knex = knex): Promise<void> {
-      await trx('tokens').insert(serialize(row))
+    /**
+     * Stores a new token; false when a live token has its id. An expired one does not hold it:
+     * every reader already treats it as gone, and the id was a 409 until the sweep removed it.
+     */
+    async insert(row: TokenRecord, trx: Knex = knex): Promise<boolean> {
+      const stored = await trx('tokens').insert(serialize(row)).onConflict(['tenant_id', 'id']).merge().where('tokens.expires_at', '<=', new Date(now())).returning('id')
+      return stored.length === 1
     },
     /** Whether this very row was stored: its wrapped data key is random, so no other row has it. */
     async stored(row: TokenRecord): Promise<boolean> {
