@@ -67,18 +67,20 @@ export function sessionsService(deps: { store: Store; hasher: ApiKeyHasher; auth
       if (Object.keys(errors).length) throw new ValidationError(errors)
       // An authorizer can hand on only what it holds itself: containers, conditions and transforms included.
       authorizeGrant(caller, { permissions, rules }, { what: 'The session grant' })
+      // A session ends with its authorizer (see sessionLookup): stored and answered as it will be.
+      const ends = caller.expiresAt !== null && caller.expiresAt < expiresAt ? caller.expiresAt : expiresAt
       const session = await store.sessions.authorize(caller.tenantId, hasher.hash(grant.nonce), {
         permissions,
         rules,
         authorized_by: caller.id,
         authorized_by_key_hash: caller.keyHash,
         authorized_at: now,
-        expires_at: expiresAt,
+        expires_at: ends,
       })
       if (!session) throw new AppError('not_found', { detail: 'No session awaits authorization with this nonce.' })
       // The session key may already be cached with no grants.
       await authenticator.invalidateKey(session.key_hash)
-      return { id: session.id, expires_at: expiresAt }
+      return { id: session.id, expires_at: ends }
     },
 
     async sweepExpired(now = new Date(clock())): Promise<number> {

@@ -60,3 +60,15 @@ t.test('session lifecycle', async (t) => {
   clock.advance(10 * 60_000)
   t.equal(await app.services.sessions.sweepExpired(), 2, 'the sweep removes expired sessions')
 })
+
+t.test('a session authorized by an Application that expires sooner says when it really ends', async (t) => {
+  const app = await startTestApp(t)
+  const publicKey = await appKey(app, { type: 'public', rules: [{ priority: 1, container: '/pci/', transform: 'redact', permissions: ['token:create'] }] })
+  const soon = new Date(Date.now() + 60_000)
+  const authorizer = await appKey(app, { type: 'private', permissions: ['token:read'], expires_at: soon.toISOString() })
+  const session = await app.request('POST', '/sessions', { key: publicKey })
+  const asked = new Date(Date.now() + 3_600_000).toISOString()
+  const res = await app.request('POST', '/sessions/authorize', { key: authorizer, body: { nonce: session.body.nonce, permissions: ['token:read'], expires_at: asked } })
+  t.equal(res.status, 200)
+  t.equal(res.body.expires_at, soon.toISOString(), 'the authorizer\'s expiry, not the hour asked for')
+})
