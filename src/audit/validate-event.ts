@@ -15,8 +15,7 @@ export const ROUTE_TEMPLATE = /^\/[A-Za-z0-9/:_.-]{0,199}$/
 const oneOf = (values: readonly string[]) => Type.Unsafe<string>({ type: 'string', enum: [...values] })
 const Uuid = Type.String({ format: 'uuid' })
 const Ids = Type.Array(Type.String({ minLength: 1, maxLength: 400 }), { maxItems: MAX_EVENT_IDS })
-// Up to 999: node relays what a destination answers in 100-999, and its entry must not be refused for it.
-const Status = Type.Integer({ minimum: 100, maximum: 999 })
+const Status = Type.Integer({ minimum: 100, maximum: 599 })
 
 const eventSchema: TSchema = Type.Object(
   {

@@ -160,6 +160,7 @@ function sendResult(ctx: AppContext, result: ProxyResult): void {
     if (result.body instanceof Readable) discardBody(result.body)
     for (const name in result.headers) res.removeHeader(name)
     res.removeHeader('SVC-PROXY-DESTINATION-STATUS')
+    res.setHeader('Cache-Control', 'no-store') // the destination's, if it sent one, went with the rest
     throw new AppError('destination_unreachable', { detail: 'The destination answered with a header or status that cannot be relayed.', cause })
   }
   ctx.respond = false
