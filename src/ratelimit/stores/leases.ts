@@ -96,7 +96,10 @@ export class LeaseStore implements RateLimitStore {
       const asked = ask.map((i) => scopes[i]!)
       const carried = ask.map((i) => this.carried(this.leases.get(keys[i]!), now))
       const taking = this.source.take(ip, asked, asked.map((rule) => leaseSize(rule.limit, this.percent)), carried)
-      const settled = taking.then(() => undefined, () => undefined)
+      // Waiters share the take's failure: had they asked again one after another, each would have
+      // waited out a frozen Redis's time-out in turn (the twentieth request of a burst 5 s).
+      const settled = taking.then(() => undefined)
+      settled.catch(() => undefined)
       for (const i of ask) if (leaseSize(scopes[i]!.limit, this.percent) > 1) this.inFlight.set(keys[i]!, settled)
       try {
         const grants = await taking

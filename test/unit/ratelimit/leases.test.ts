@@ -169,6 +169,21 @@ t.test('a failed take leaves nothing behind: the next request asks again', async
   t.match(await store.hit('a', [rule(1000)]), { allowed: true, quota: { remaining: 999 } })
 })
 
+t.test('requests waiting on a take that fails fail with it, instead of each asking again in turn', async (t) => {
+  const clock = { now: 0 }
+  const redis = fakeRedis(clock)
+  let takes = 0
+  redis.take = async () => {
+    takes++
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    throw new Error('command timed out')
+  }
+  const store = new LeaseStore(redis, { now: () => clock.now })
+  const results = await Promise.allSettled(Array.from({ length: 20 }, () => store.hit('a', [rule(1000)])))
+  t.ok(results.every((r) => r.status === 'rejected'), 'every one is told, so the caller can fall back at once')
+  t.equal(takes, 1, 'one take for the twenty, not one after another')
+})
+
 t.test('a client slower than the lease time loses no budget: the unused units carry into the next lease', async (t) => {
   const clock = { now: 0 }
   const redis = fakeRedis(clock)
