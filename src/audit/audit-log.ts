@@ -3,7 +3,7 @@ import type { Config } from '../config/index.js'
 import type { AuditFilter, AuditPosition, AuditRow, ChainHead, ChainSealer, Store, UnsealedAuditRow } from '../store/index.js'
 import type { AuditKeyring } from './audit-keys.js'
 import { GENESIS_HASH, sealRows } from './chain.js'
-import { isChangeAction, type AuditEvent } from './events.js'
+import type { AuditEvent } from './events.js'
 import { checkpointAt, checkpointChains, pruneExpired } from './maintenance.js'
 import { verifyAuditChain, type AuditVerification } from './verify.js'
 import { createAuditWriter, type AuditWriterStats } from './writer.js'
@@ -34,20 +34,6 @@ export interface AuditLog extends AuditRecorder {
 
 const EXPORT_CHUNK = 500
 
-const afterChange = new WeakSet<object>()
-
-/**
- * Whether `err` is the failure to record a change that had committed (see isChangeAction): the
- * request failed, the change stands, so a retry must not make it again (idempotency keys).
- */
-export function failedAfterChange(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && afterChange.has(err)
-}
-
-function markChange(err: unknown): never {
-  if (typeof err === 'object' && err !== null) afterChange.add(err)
-  throw err
-}
 
 export function createAuditLog(deps: { store: Store; keyring: AuditKeyring; config: Config['audit']; logger: Logger; now?: () => Date }): AuditLog {
   const { store, keyring, config, logger } = deps
@@ -96,11 +82,7 @@ export function createAuditLog(deps: { store: Store; keyring: AuditKeyring; conf
   // SVC_AUDIT_ENABLED=false (benchmarks): every path runs as usual, only the write is skipped.
   const enabled = config.enabled
   return {
-    record(events) {
-      if (!enabled) return Promise.resolve()
-      const written = writer.record(events)
-      return events.some((e) => isChangeAction(e.action)) ? written.catch(markChange) : written
-    },
+    record: (events) => (enabled ? writer.record(events) : Promise.resolve()),
     note: (events) => (enabled ? writer.note(events) : undefined),
     list: (tenantId, filter, after, limit) => repo.list(tenantId, filter, 'desc', after, limit),
     async *export(tenantId, filter) {

@@ -51,8 +51,8 @@ export const auditActions = [
 export type AuditAction = (typeof auditActions)[number]
 
 /**
- * Actions whose entry is recorded once the change committed (the entry names what was made):
- * when their record fails, the request answers 503 but the change stands.
+ * Actions whose event is built once the change is made (the event names what was made): when
+ * the request fails after that, 503 for the entry or anything else, the change stands.
  */
 const CHANGES = /\.(create|update|delete|regenerate_key|key_create|key_delete|authorize)$/
 

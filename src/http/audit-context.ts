@@ -1,6 +1,6 @@
 import { isIP } from 'node:net'
 import type { ParameterizedContext } from 'koa'
-import { httpMethods, UNATTRIBUTED_TENANT, type AuditAction, type AuditEvent, type HttpMethod, type TargetType, type Transform } from '../audit/events.js'
+import { httpMethods, isChangeAction, UNATTRIBUTED_TENANT, type AuditAction, type AuditEvent, type HttpMethod, type TargetType, type Transform } from '../audit/events.js'
 import { ROUTE_TEMPLATE } from '../audit/validate-event.js'
 import type { AppState } from './context.js'
 import { matchedRoute } from './matched-route.js'
@@ -40,6 +40,8 @@ export type EventFields = Omit<AuditEvent, keyof RequestAudit> & Partial<Request
  * audited request.
  */
 export function auditEvent(ctx: ParameterizedContext<AppState>, fields: EventFields): AuditEvent {
+  // A change's event is built once the change is made (tokens a Reactor stored included).
+  if (fields.outcome === 'success' && isChangeAction(fields.action)) ctx.state.changed = true
   return Object.assign(requestAudit(ctx), fields)
 }
 

@@ -15,6 +15,11 @@ export interface AppState {
    */
   auditActor?: { tenantId: string; kind: 'proxy'; id: string }
   body?: unknown
+  /**
+   * The request made a change that stands whatever happens next (its audit event was built, see
+   * `auditEvent`): a failure after it must not give the idempotency key up.
+   */
+  changed?: boolean
   /** The request body, when a stage before the route had to read it (idempotency keys). */
   rawBody?: Buffer
   /** Set by the proxy so its failures render as `{ proxy_error: <problem> }`. */

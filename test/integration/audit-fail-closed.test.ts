@@ -210,3 +210,18 @@ t.test('a change that stands after its entry failed keeps its idempotency key: a
   t.equal((await app.request('POST', '/tokens', { key, body: { type: 'card', data: { number: '1' } }, headers })).status, 400)
   t.equal((await app.request('POST', '/tokens', { key, body: { type: 'card', data: { number: '1' } }, headers })).status, 400, 'runs again')
 })
+
+t.test('tokens a Reactor stored before it failed keep the idempotency key too', async (t) => {
+  const actor = await app.request('POST', '/applications', { body: { name: 'storer', type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:use'] }] } })
+  const caller = (await app.request('POST', '/applications', { body: { name: 'invoker', type: 'private', permissions: ['token:use'] } })).body.key as string
+  const code = "module.exports = async (req) => { await req.svc.tokenize({ type: 'token', data: 'stored once' }); throw new Error('failed after storing') }"
+  const reactor = await app.request('POST', '/reactors', { body: { name: 'stores then fails', code, application: { id: actor.body.id } } })
+  const count = async () => Number((await knex('tokens').count({ n: '*' }).first())!.n)
+  const before = await count()
+  const headers = { 'SVC-IDEMPOTENCY-KEY': 'reactor-stores-once' }
+  const react = () => app.request('POST', `/reactors/${reactor.body.id}/react`, { key: caller, body: { args: {} }, headers })
+  t.equal((await react()).status, 500)
+  t.equal(await count(), before + 1, 'the token stands')
+  t.equal((await react()).status, 409, 'the retry is not run again')
+  t.equal(await count(), before + 1)
+})

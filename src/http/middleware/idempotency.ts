@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto'
 import type { Middleware } from 'koa'
 import type { Logger } from 'pino'
-import { failedAfterChange } from '../../audit/audit-log.js'
 import { AppError, ValidationError } from '../../errors/index.js'
 import type { IdempotencyService } from '../../idempotency/service.js'
 import { isUncertainWrite } from '../../store/unavailable.js'
@@ -43,7 +42,7 @@ export function idempotency(service: IdempotencyService, bodyLimitBytes: number,
     } catch (err) {
       // A change that stands (or may: its commit went unanswered) keeps its key: a retry would
       // make it twice. It is kept as withheld, so a repeat is 409 naming the status it got.
-      const settled = isUncertainWrite(err) || failedAfterChange(err)
+      const settled = isUncertainWrite(err) || ctx.state.changed === true
         ? start.complete({ status: err instanceof AppError ? err.status : 500, body: null, withheld: true })
         : start.release()
       await settled.catch((cause: unknown) => logger.warn({ err: cause, traceId: ctx.state.traceId }, 'idempotency key not settled; it frees itself when its lease ends'))
