@@ -12,6 +12,7 @@ export {
   renderTemplate,
   renderText,
   renderValue,
+  RenderBudget,
   type CompiledValue,
   type CompileOptions,
   type TokenLookup,

@@ -19,7 +19,26 @@ export interface CompileOptions {
 export interface CompiledValue {
   readonly tokenIds: ReadonlySet<string>
   /** The value with every expression evaluated; parts without expressions are shared, not copied. */
-  render(lookup: TokenLookup): unknown
+  render(lookup: TokenLookup, budget?: RenderBudget): unknown
+}
+
+/**
+ * How many characters one render may produce. A template repeats a reference as often as it
+ * likes, and a filter such as `reveal_last` gives back as much as it was given: a mask or search
+ * index of a hundred references to large data rendered gigabytes. Past the budget, the render
+ * stops with an ExpressionError.
+ */
+export class RenderBudget {
+  private left: number
+
+  constructor(readonly limit: number) {
+    this.left = limit
+  }
+
+  spend(value: unknown): void {
+    const chars = typeof value === 'string' ? value.length : value === null || typeof value !== 'object' ? 8 : (JSON.stringify(value)?.length ?? 0)
+    if ((this.left -= chars) < 0) throw new ExpressionError(0, `the value renders to more than ${this.limit} characters`)
+  }
 }
 
 export function evaluateExpression(expression: Expression, lookup: TokenLookup): unknown {
@@ -29,10 +48,18 @@ export function evaluateExpression(expression: Expression, lookup: TokenLookup):
 }
 
 /** `value` mode keeps the data's JSON type when the template is exactly one expression. */
-export function renderTemplate(template: Template, lookup: TokenLookup, mode: 'value' | 'text'): unknown {
-  if (mode === 'value' && template.single !== null) return evaluateExpression(template.single, lookup)
+export function renderTemplate(template: Template, lookup: TokenLookup, mode: 'value' | 'text', budget?: RenderBudget): unknown {
+  if (mode === 'value' && template.single !== null) {
+    const value = evaluateExpression(template.single, lookup)
+    budget?.spend(value)
+    return value
+  }
   let out = ''
-  for (const part of template.parts) out += typeof part === 'string' ? part : toText(evaluateExpression(part, lookup))
+  for (const part of template.parts) {
+    const piece = typeof part === 'string' ? part : toText(evaluateExpression(part, lookup))
+    budget?.spend(piece)
+    out += piece
+  }
   return out
 }
 
@@ -65,7 +92,7 @@ export function compileValue(value: unknown, options: CompileOptions = {}): Comp
     path: [],
   }
   const root = compileNode(value, ctx)
-  return { tokenIds: ctx.ids, render: (lookup) => renderNode(root, lookup) }
+  return { tokenIds: ctx.ids, render: (lookup, budget) => renderNode(root, lookup, budget) }
 }
 
 type Node =
@@ -139,21 +166,21 @@ function compileObject(value: Record<string, unknown>, ctx: Context): Node {
   return literal ? { kind: 'literal', value } : { kind: 'object', keys, nodes }
 }
 
-function renderNode(node: Node, lookup: TokenLookup): unknown {
+function renderNode(node: Node, lookup: TokenLookup, budget: RenderBudget | undefined): unknown {
   switch (node.kind) {
     case 'literal':
       return node.value
     case 'template':
       try {
-        return renderTemplate(node.template, lookup, 'value')
+        return renderTemplate(node.template, lookup, 'value', budget)
       } catch (err) {
         throw err instanceof ExpressionError ? err.at(node.pointer) : err
       }
     case 'array':
-      return node.items.map((item) => renderNode(item, lookup))
+      return node.items.map((item) => renderNode(item, lookup, budget))
     case 'object': {
       // defineProperty-style creation: a key named "__proto__" stays an own property.
-      const entries = node.keys.map((key, i) => [key, renderNode(node.nodes[i] as Node, lookup)] as const)
+      const entries = node.keys.map((key, i) => [key, renderNode(node.nodes[i] as Node, lookup, budget)] as const)
       return Object.fromEntries(entries)
     }
   }

@@ -5,7 +5,7 @@ import { ExpressionError, tokenIdProblem } from '../expressions/index.js'
 import { isStorableDateTime } from '../shapes/date-time.js'
 import type { TokenRecord } from '../store/index.js'
 import { encryptData, type TokenDataHasher, type Keyring } from './crypto/index.js'
-import { canonicalJson, fingerprintInput, getTokenType, maskProblems, searchIndexValues, validateDataTemplate, type TokenTypeName } from './types/index.js'
+import { canonicalJson, dataRenderBudget, fingerprintInput, getTokenType, maskProblems, searchIndexValues, validateDataTemplate, type TokenTypeName } from './types/index.js'
 
 /** The writable fields of a token, after schema validation. */
 export interface TokenFields {
@@ -124,7 +124,8 @@ export function buildTokenRecord(
   const fingerprintExpression = fields.fingerprint_expression ?? null
   const searchIndexes = fields.search_indexes ?? []
   const canonical = rendered('fingerprint_expression', () => fingerprintInput(type, fields.data, fingerprintExpression ?? undefined))
-  const searchValues = new Set(searchIndexes.flatMap((expression, i) => rendered(`search_indexes[${i}]`, () => searchIndexValues(fields.data, [expression]))))
+  const searchBudget = dataRenderBudget(fields.data)
+  const searchValues = new Set(searchIndexes.flatMap((expression, i) => rendered(`search_indexes[${i}]`, () => searchIndexValues(fields.data, [expression], searchBudget))))
   const encrypted = encryptData(fields.data, { tenantId, tokenId: id }, crypto.keyring)
   const now = new Date()
   return {

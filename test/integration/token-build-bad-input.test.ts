@@ -133,3 +133,36 @@ t.test('an expiry past year 9999 is a 400 on every path', async (t) => {
   const latest = await app.request('POST', '/tokenize', { key, body: { type: 'token', data: 'x', expires_at: '9999-12-31T23:59:59Z' } })
   t.equal(latest.status, 200, 'the last second of 9999 is fine')
 })
+
+t.test('masks, fingerprints and search indexes render at most twice their data and 1,024 characters', async (t) => {
+  const app = await startTestApp(t)
+  const writer = await appKey(app, { type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read'] }] })
+  const masked = await appKey(app, { type: 'private', rules: [{ priority: 1, container: '/', transform: 'mask', permissions: ['token:read'] }] })
+  const data = 'x'.repeat(16_000)
+  const create = (body: Record<string, unknown>) => app.request('POST', '/tokens', { key: writer, body: { type: 'token', data, ...body } })
+
+  // One window onto the data, the usual mask, renders in full.
+  const usual = await create({ mask: '{{ data | reveal_last: 4 }}' })
+  t.equal((await app.request('GET', `/tokens/${usual.body.id}`, { key: masked })).body.data.length, 16_000)
+  // A mask of 1,400 such windows rendered 22 MB on every masked read: it is left out, as a mask that cannot render is.
+  const repeated = await create({ mask: Array.from({ length: 1400 }, () => '{{ data | reveal_last: 4 }}') })
+  t.equal(repeated.status, 201)
+  const read = await app.request('GET', `/tokens/${repeated.body.id}`, { key: masked })
+  t.equal(read.status, 200)
+  t.equal(read.body.data, undefined, 'no data under mask')
+  t.ok(read.text.length < JSON.stringify(read.body.mask).length + 2_000, `an answer no longer than its mask's own text (${read.text.length} bytes)`)
+  const detokenized = await app.request('POST', '/detokenize', { key: masked, body: { v: `{{ ${repeated.body.id} }}` } })
+  t.ok(detokenized.text.length < 10_000, `and a short detokenization (${detokenized.text.length} bytes)`)
+
+  // Twenty search indexes of sixty references each rendered 51 MB for one request.
+  const many = (n: number) => '{{ data }}'.repeat(n)
+  for (const [field, body] of [
+    ['search_indexes[2]', { search_indexes: [many(1), '{{ data | last4 }}', many(45)] }],
+    ['fingerprint_expression', { fingerprint_expression: many(45) }],
+  ] as const) {
+    const res = await create(body)
+    t.equal(res.status, 400, field)
+    t.match(res.body.errors, { [field]: [/renders to more than/] })
+  }
+  t.equal((await create({ search_indexes: [many(1), '{{ data | last4 }}'] })).status, 201, 'indexes of the data itself are fine')
+})

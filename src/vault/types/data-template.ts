@@ -1,5 +1,5 @@
 import type { FieldErrors } from '../../errors/index.js'
-import { compileValue, ExpressionError, type CompiledValue, type TokenLookup } from '../../expressions/index.js'
+import { compileValue, ExpressionError, RenderBudget, type CompiledValue, type TokenLookup } from '../../expressions/index.js'
 
 const ROOT = 'data'
 
@@ -56,7 +56,16 @@ export function validateDataTemplate(template: unknown, field: string): FieldErr
   }
 }
 
-/** The template evaluated against `data`. Throws ExpressionError when a filter cannot apply. */
+/**
+ * What masks, fingerprints and search indexes may render from `data`: twice its size and 1,024
+ * characters of their own. Enough for any sensible template (each reference shows a part of the
+ * data or a window onto it); a template of many references to large data is stopped early.
+ */
+export function dataRenderBudget(data: unknown): RenderBudget {
+  return new RenderBudget(1024 + 2 * (typeof data === 'string' ? data.length : (JSON.stringify(data)?.length ?? 0)))
+}
+
+/** The template evaluated against `data`. Throws ExpressionError when a filter cannot apply or it renders past `dataRenderBudget`. */
 export function renderDataTemplate(template: unknown, data: unknown): unknown {
-  return compileDataTemplate(template).render(dataLookup(data))
+  return compileDataTemplate(template).render(dataLookup(data), dataRenderBudget(data))
 }

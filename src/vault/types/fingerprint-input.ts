@@ -1,5 +1,5 @@
 import { toText } from '../../expressions/index.js'
-import { dataLookup, compileDataTemplate } from './data-template.js'
+import { dataLookup, compileDataTemplate, dataRenderBudget } from './data-template.js'
 import type { TokenType } from './token-type.js'
 
 /**
@@ -9,7 +9,8 @@ import type { TokenType } from './token-type.js'
  * serialized as JSON with sorted keys so that key order never changes a fingerprint.
  */
 export function fingerprintInput(type: TokenType, data: unknown, expression = type.defaultFingerprintExpression): string | null {
-  const value = compileDataTemplate(expression).render(dataLookup(type.canonicalize(data)))
+  const canonical = type.canonicalize(data)
+  const value = compileDataTemplate(expression).render(dataLookup(canonical), dataRenderBudget(canonical))
   if (value === null || value === '') return null
   return canonicalJson(value)
 }
@@ -17,13 +18,13 @@ export function fingerprintInput(type: TokenType, data: unknown, expression = ty
 /**
  * The distinct values a token's `search_indexes` expressions produce over its data, as text,
  * ready for `TokenDataHasher.searchIndexHash`. Empty results are dropped: they would match every
- * token whose field is missing.
+ * token whose field is missing. All of them together share one `dataRenderBudget`.
  */
-export function searchIndexValues(data: unknown, expressions: readonly string[]): string[] {
+export function searchIndexValues(data: unknown, expressions: readonly string[], budget = dataRenderBudget(data)): string[] {
   const lookup = dataLookup(data)
   const values = new Set<string>()
   for (const expression of expressions) {
-    const text = toText(compileDataTemplate(expression).render(lookup))
+    const text = toText(compileDataTemplate(expression).render(lookup, budget))
     if (text !== '') values.add(text)
   }
   return [...values]
