@@ -15,7 +15,6 @@ export function unsafeTextReason(text: string): string | undefined {
 }
 
 const NON_FINITE = 'must be a number within the range of a double (about ±1.8e308)'
-const INEXACT = 'must be an integer within ±9007199254740991 (a larger one cannot be held exactly: send it as a string)'
 
 /**
  * The first unsafe string (or a number out of range) in a parsed JSON value, keys included, as a field error named like the
@@ -34,9 +33,6 @@ export function findUnsafeText(root: unknown): FieldErrors | undefined {
     // JSON.parse turns a number beyond a double's range (1e400) into Infinity, which is stored
     // and answered as null: refused like any other value that cannot be held as sent.
     if (typeof value === 'number' && !Number.isFinite(value)) return { [path || 'body']: [NON_FINITE] }
-    // Nor is an integer past 2^53 written out in digits (12345678901234567891 was stored as
-    // 12345678901234567000). From 1e21 on, JavaScript writes numbers with an exponent: floats.
-    if (typeof value === 'number' && !Number.isSafeInteger(value) && Number.isInteger(value) && Math.abs(value) < 1e21) return { [path || 'body']: [INEXACT] }
     if (value === null || typeof value !== 'object') continue
     if (Array.isArray(value)) {
       value.forEach((item, i) => stack.push([item, `${path}[${i}]`]))

@@ -2,7 +2,7 @@ import type { Middleware } from 'koa'
 import getRawBody from 'raw-body'
 import sjson from 'secure-json-parse'
 import { AppError, ValidationError } from '../../errors/index.js'
-import { depthExceeds } from '../../shapes/json-depth.js'
+import { depthExceeds, inexactIntegerAt } from '../../shapes/json-depth.js'
 import { findUnsafeText } from '../../shapes/unsafe-text.js'
 import type { AppState } from '../context.js'
 
@@ -66,6 +66,9 @@ export function parseStrictJson(raw: Buffer): unknown {
     throw new AppError('bad_request', { detail: `The body is not valid JSON (${reason}).`, cause: err })
   }
   if (depthExceeds(value, MAX_DEPTH)) throw new AppError('bad_request', { detail: `JSON nesting deeper than ${MAX_DEPTH} levels.` })
+  // Stored as parsed, it would be another number (12345678901234567891 read back as ...7000).
+  const inexact = inexactIntegerAt(text)
+  if (inexact !== undefined) throw ValidationError.field('body', `the integer at position ${inexact} has more digits than a number holds exactly; send it as a string`)
   const unsafe = findUnsafeText(value)
   if (unsafe !== undefined) throw new ValidationError(unsafe)
   return value
