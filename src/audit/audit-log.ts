@@ -34,7 +34,6 @@ export interface AuditLog extends AuditRecorder {
 
 const EXPORT_CHUNK = 500
 
-
 export function createAuditLog(deps: { store: Store; keyring: AuditKeyring; config: Config['audit']; logger: Logger; now?: () => Date }): AuditLog {
   const { store, keyring, config, logger } = deps
   const now = deps.now ?? (() => new Date())
