@@ -108,9 +108,19 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache, o
     return found
   }
 
+  /**
+   * New tokens that took expired tokens' ids (or may have: a write only `landed` could confirm)
+   * leave every process's cache, where the old token may still be served until that process's
+   * clock reaches its expiry.
+   */
+  async function forgetReplaced(tenantId: string, ids: readonly string[]): Promise<void> {
+    for (const id of ids) await cache.invalidate(tenantId, id)
+  }
+
   return {
     decrypt,
     view,
+    forgetReplaced,
     ...tokenListing({ store, crypto, view }),
 
     async createToken(principal: Principal, input: CreateTokenInput): Promise<TokenView> {
@@ -122,14 +132,15 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache, o
         const existing = await store.tokens.findByFingerprint(principal.tenantId, record.type, record.fingerprint, equalityScopes(principal, 'token:create'))
         if (existing) return view(existing, answerTransform(principal, 'token:create', existing))
       }
-      let inserted: boolean | undefined
+      let inserted: Awaited<ReturnType<typeof store.tokens.insert>> | undefined
       try {
         inserted = await store.confirmed(() => store.tokens.insert(record), () => store.tokens.stored(record))
       } catch (err) {
         if (isUniqueViolation(err)) throw new AppError('conflict', { detail: 'A token with this id exists.', cause: err })
         throw err
       }
-      if (inserted === false) throw new AppError('conflict', { detail: 'A token with this id exists.' })
+      if (inserted === 'taken') throw new AppError('conflict', { detail: 'A token with this id exists.' })
+      if (inserted !== 'inserted') await forgetReplaced(principal.tenantId, [record.id])
       return view(record, answerTransform(principal, 'token:create', record), input.data)
     },
 

@@ -73,13 +73,18 @@ export async function tokenizeValue(
   try {
     const insertAll = () =>
       deps.store.transaction(async (trx) => {
+        const replaced: string[] = []
         for (const { record } of records) {
-          if (!(await deps.store.tokens.insert(record, trx))) throw new AppError('conflict', { detail: 'A token with one of these ids exists.' })
+          const inserted = await deps.store.tokens.insert(record, trx)
+          if (inserted === 'taken') throw new AppError('conflict', { detail: 'A token with one of these ids exists.' })
+          if (inserted === 'replaced') replaced.push(record.id)
         }
+        return replaced
       })
     // All or nothing: if the COMMIT's answer was lost, one record tells whether all landed.
     const first = records[0]?.record
-    await (first ? deps.store.confirmed(insertAll, () => deps.store.tokens.stored(first)) : insertAll())
+    const replaced = first ? await deps.store.confirmed(insertAll, () => deps.store.tokens.stored(first)) : []
+    await deps.tokens.forgetReplaced(principal.tenantId, replaced ?? records.map(({ record }) => record.id))
   } catch (err) {
     if (isUniqueViolation(err)) throw new AppError('conflict', { detail: 'A token with one of these ids exists.', cause: err })
     throw err

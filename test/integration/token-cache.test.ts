@@ -65,3 +65,37 @@ t.test('a cached token that leaves the cache while a request waits for another t
   t.equal(lookup(cached), 'in the cache', 'the waiting request opens it with an intact key')
   t.equal(lookup(uncached), 'loaded')
 })
+
+// The database decides with the creating process's clock that an expired token's id is free;
+// another process whose clock has not reached that expiry still holds the old token in its
+// cache and must drop it when the new one takes the id (NOTIFY, read from its own connection).
+t.test('a token that takes an expired token\'s id replaces it in every process\'s cache', { skip: process.env.DATABASE_URL ? false : 'needs DATABASE_URL (PGlite is one process)' }, async (t) => {
+  const clock = testClock()
+  const ahead = await startTestApp(t, {}, { clock })
+  const behind = await startTestApp(t, {}, { reuse: ahead })
+  const rules = [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read'] }]
+  const key = await appKey(ahead, { type: 'private', rules })
+  const until = () => new Date(clock() + 20_000).toISOString()
+  const detokenize = async (id: string) => (await behind.request('POST', '/detokenize', { key, body: { x: `{{ ${id} }}` } })).body.x as unknown
+  const eventually = async (id: string, want: string) => {
+    const deadline = Date.now() + 5000
+    let seen = await detokenize(id)
+    while (seen !== want && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 20))
+      seen = await detokenize(id)
+    }
+    return seen
+  }
+
+  for (const [route, created, create] of [
+    ['POST /tokens', 201, (id: string, data: string) => ahead.request('POST', '/tokens', { key, body: { id, type: 'token', data, expires_at: until() } })],
+    ['POST /tokenize', 200, (id: string, data: string) => ahead.request('POST', '/tokenize', { key, body: { t: { id, type: 'token', data, expires_at: until() } } })],
+  ] as const) {
+    const id = `reused-${route.replace(/\W/g, '')}`
+    t.equal((await create(id, 'old')).status, created)
+    t.equal(await detokenize(id), 'old', `${route}: the other process caches the token`)
+    clock.advance(30_000)
+    t.equal((await create(id, 'new')).status, created, `${route}: expired on the creating process's clock`)
+    t.equal(await eventually(id, 'new'), 'new', `${route}: the other process drops the old token`)
+  }
+})

@@ -106,12 +106,21 @@ export function tokensRepository(knex: Knex, now: Clock) {
 
   return {
     /**
-     * Stores a new token; false when a live token has its id. An expired one does not hold it:
+     * Stores a new token: `taken` when a live token has its id. An expired one does not hold it:
      * every reader already treats it as gone, and the id was a 409 until the sweep removed it.
+     * `replaced` says the new token took an expired one's row, whose entries in other
+     * processes' caches must go (their clocks may not have reached its expiry yet).
      */
-    async insert(row: TokenRecord, trx: Knex = knex): Promise<boolean> {
-      const stored = await trx('tokens').insert(serialize(row)).onConflict(['tenant_id', 'id']).merge().where('tokens.expires_at', '<=', new Date(now())).returning('id')
-      return stored.length === 1
+    async insert(row: TokenRecord, trx: Knex = knex): Promise<'inserted' | 'replaced' | 'taken'> {
+      // xmax is zero on a row this statement inserted and set on one its conflict clause updated.
+      const stored: { replaced: boolean }[] = await trx('tokens')
+        .insert(serialize(row))
+        .onConflict(['tenant_id', 'id'])
+        .merge()
+        .where('tokens.expires_at', '<=', new Date(now()))
+        .returning(knex.raw("xmax::text <> '0' as replaced") as unknown as string)
+      const first = stored[0]
+      return first === undefined ? 'taken' : first.replaced ? 'replaced' : 'inserted'
     },
     /** Whether this very row was stored: its wrapped data key is random, so no other row has it. */
     async stored(row: TokenRecord): Promise<boolean> {
