@@ -1,3 +1,4 @@
+import leven from 'leven'
 import { availableParallelism } from 'node:os'
 import { Ajv } from 'ajv'
 import { parseRange } from '../ratelimit/client-ip.js'
@@ -86,6 +87,23 @@ export interface Config {
   }
 }
 
+const KNOWN = Object.keys(configSchema.properties)
+
+/**
+ * An `SVC_` variable the service does not read is almost always a misspelt one, and the
+ * setting it meant then silently keeps its default (a limit, a time-out, a destination policy).
+ */
+function unknownVariables(env: Record<string, string | undefined>): string[] {
+  return Object.keys(env)
+    .filter((name) => name.startsWith('SVC_') && !KNOWN.includes(name) && env[name] !== undefined)
+    .sort()
+    .map((name) => {
+      const near = KNOWN.map((known) => ({ known, distance: leven(name, known) })).sort((a, b) => a.distance - b.distance)[0]
+      const hint = near && near.distance <= 3 ? ` (did you mean ${near.known}?)` : ''
+      return `${name} is not a setting of this version${hint}; remove it or correct its name`
+    })
+}
+
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
     super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`)
@@ -114,6 +132,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     if (schema.type === 'integer' && !DECIMAL.test(value)) problems.push(`${key} must be a whole number in decimal digits, not ${JSON.stringify(value)}`)
     else raw[key] = value
   }
+  problems.push(...unknownVariables(env))
   if (!validate(raw)) problems.push(...(validate.errors ?? []).map(describeSchemaError))
   // Bounds are compared only once every value has its type.
   else if (problems.length === 0) problems.push(...orderingProblems(raw))

@@ -131,3 +131,14 @@ t.test('an enum error is one line listing the allowed values', async (t) => {
   const c = loadConfig({ SVC_LOG_LEVEL: 'debug', SVC_METRICS: 'port' })
   t.same([c.logLevel, c.metrics.mode], ['debug', 'port'])
 })
+
+t.test('an SVC_ variable this version does not read is refused, with the setting it probably meant', async (t) => {
+  const err = t.throws(() => loadConfig({ SVC_PROXY_ALLOW_PRIVAT: 'false', SVC_RATE_LIMIT_GLOBL: '5/1', SVC_NOTHING_LIKE_IT: '1', OTHER_TOOL_SETTING: 'x' })) as ConfigError
+  t.ok(err instanceof ConfigError)
+  t.same(err.problems, [
+    'SVC_NOTHING_LIKE_IT is not a setting of this version; remove it or correct its name',
+    'SVC_PROXY_ALLOW_PRIVAT is not a setting of this version (did you mean SVC_PROXY_ALLOW_PRIVATE?); remove it or correct its name',
+    'SVC_RATE_LIMIT_GLOBL is not a setting of this version (did you mean SVC_RATE_LIMIT_GLOBAL?); remove it or correct its name',
+  ])
+  t.doesNotThrow(() => loadConfig({ SVC_PROXY_ALLOW_PRIVATE: 'true', PATH: '/bin', NODE_OPTIONS: '' }), 'known SVC_ and foreign variables pass')
+})
