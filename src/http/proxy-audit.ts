@@ -21,7 +21,7 @@ import type { AppContext } from './context.js'
  * nothing and gets no `proxy.*` entry; refusals are `auth.*` entries. A transform's bridge call
  * that reads tokens is a `reactor.token_read` entry (target: the proxy, parent: this call's
  * entry), recorded before the code gets the plaintext; one that stores tokens is a
- * `token.create` entry (parent: this call's entry), recorded before the code gets them.
+ * `token.create` entry (parent: this call's entry), recorded before the code gets them; one refused is an `auth.denied` entry (parent: this call's entry).
  */
 export class ProxyCallAudit implements ExchangeAudit {
   private readonly id = randomUUID()
@@ -79,6 +79,11 @@ export class ProxyCallAudit implements ExchangeAudit {
     const transform = mostRevealing(views)
     if (transform) event.transform = transform
     await this.recorder.record([event])
+  }
+
+  /** A transform's bridge call was refused: `auth.denied` (`auth.failed` for an expired Application), noted. */
+  readonly denied = (status: number): void => {
+    this.recorder.note([this.event({ action: status === 401 ? 'auth.failed' : 'auth.denied', parentId: this.id, outcome: 'denied', status })])
   }
 
   /** The call ended: `status` is what the caller gets, `destinationStatus` what the destination answered. */

@@ -2,6 +2,7 @@ import { actingApplication } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import type { Clock } from '../clock.js'
 import type { Config } from '../config/index.js'
+import { AppError } from '../errors/index.js'
 import { readBounded } from '../egress/body.js'
 import { buildDestination } from '../egress/destination-url.js'
 import type { Forwarder } from '../egress/forward.js'
@@ -18,6 +19,8 @@ export interface InvocationContext {
   tokenRead?: ((tokenIds: ReadonlySet<string>) => Promise<void>) | undefined
   /** Awaited after a bridge created tokens and before the code gets them (`token.create`, fail-closed). */
   tokensCreated?: ((tokenIds: string[], views: TokenView[]) => Promise<void>) | undefined
+  /** A bridge call was refused (401, 403): noted as `auth.denied`, whether or not the code catches it. */
+  denied?: ((status: number) => void) | undefined
 }
 
 /**
@@ -34,10 +37,19 @@ export function reactorBridges(deps: {
   clock: Clock
 }): HostBridges {
   // Checked at every bridge call: an Application that expired during a long invocation stops acting.
-  const actor = (ctx: unknown): Principal => actingApplication((ctx as InvocationContext).actor, 'Reactor', deps.clock())
+  const actor = (ctx: InvocationContext): Principal => actingApplication(ctx.actor, 'Reactor', deps.clock())
+  // The code may catch a refusal; the audit log still sees it.
+  async function refusalsNoted<T>(ctx: InvocationContext, call: (actor: Principal) => Promise<T>): Promise<T> {
+    try {
+      return await call(actor(ctx))
+    } catch (err) {
+      if (err instanceof AppError && (err.status === 401 || err.status === 403)) ctx.denied?.(err.status)
+      throw err
+    }
+  }
   return {
-    tokenize: (ctx, value) => tokenizeValue(deps, actor(ctx), value, deps.present, undefined, (ctx as InvocationContext).tokensCreated),
-    detokenize: (ctx, value) => detokenizeValue(deps.tokens, actor(ctx), value, deps.config.expressions.maxTokens, 'token:use', (ctx as InvocationContext).tokenRead),
+    tokenize: (ctx, value) => refusalsNoted(ctx as InvocationContext, (acting) => tokenizeValue(deps, acting, value, deps.present, undefined, (ctx as InvocationContext).tokensCreated)),
+    detokenize: (ctx, value) => refusalsNoted(ctx as InvocationContext, (acting) => detokenizeValue(deps.tokens, acting, value, deps.config.expressions.maxTokens, 'token:use', (ctx as InvocationContext).tokenRead)),
     async fetch(_ctx, req) {
       const destination = buildDestination(req.url, '', '', deps.config.proxy)
       const res = await deps.forwarder.forward({

@@ -128,9 +128,46 @@ export function createCodeHost(deps: { store: Store; runtime: CodeRuntime; codeM
     },
 
     // Not `{ ...code, args, context }`: a spread followed by more properties is slow on Node 20.
-    invoke: (code, args, context) =>
-      runtime.invoke({ tenantId: code.tenantId, reactorId: code.reactorId, version: code.version, code: code.code, configuration: code.configuration, args, context }),
+    async invoke(code, args, context) {
+      const audit = failClosed(context)
+      try {
+        const outcome = await runtime.invoke({ tenantId: code.tenantId, reactorId: code.reactorId, version: code.version, code: code.code, configuration: code.configuration, args, context: audit.context })
+        audit.rethrow()
+        return outcome
+      } catch (err) {
+        audit.rethrow()
+        throw err
+      }
+    },
 
     retire: (id) => runtime.retire(id),
+  }
+}
+
+/**
+ * The bridge audit hooks of one invocation, remembering a failed write. The code sees the
+ * failure as the bridge call's error and may catch it, but the invocation still ends in that
+ * error (503): tokens it stored or a read it was refused must not end in an answer with no entry
+ * behind it. Once one write failed, later bridge calls that would need one fail the same way.
+ */
+function failClosed(context: InvocationContext): { context: InvocationContext; rethrow(): void } {
+  let failure: { err: unknown } | undefined
+  function guard<A extends unknown[]>(hook: ((...args: A) => Promise<void>) | undefined): ((...args: A) => Promise<void>) | undefined {
+    if (hook === undefined) return undefined
+    return async (...args) => {
+      if (failure) throw failure.err
+      try {
+        await hook(...args)
+      } catch (err) {
+        failure ??= { err }
+        throw err
+      }
+    }
+  }
+  return {
+    context: { actor: context.actor, tokenRead: guard(context.tokenRead), tokensCreated: guard(context.tokensCreated), denied: context.denied },
+    rethrow() {
+      if (failure) throw failure.err
+    },
   }
 }

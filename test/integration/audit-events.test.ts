@@ -178,7 +178,22 @@ t.test('Reactor: reactor.invoke with the args\' tokens, reactor.token_read for t
   const [invoke] = await entries('reactor.invoke', since)
   t.match(invoke, { actor_id: callerId, target_type: 'reactor', target_ids: [reactor.body.id], token_ids: [id], request_route: '/reactors/:id/react' })
   t.match(await entries('reactor.token_read', since), [{ target_ids: [reactor.body.id], token_ids: [second], parent_id: invoke!.id }])
-  noSecret(t, [invoke!])
+  const [result] = await entries('reactor.result', since)
+  t.match(result, { target_ids: [reactor.body.id], parent_id: invoke!.id, outcome: 'success', status: 200, token_ids: [] })
+  t.type(result!.duration_ms, 'number')
+  noSecret(t, [invoke!, result!])
+})
+
+t.test('a Reactor that fails: reactor.result holds the status the caller got', async (t) => {
+  const reactor = await app.request('POST', '/reactors', { body: { name: 'fails', code: "module.exports = async (req) => { if (req.args.fail) throw new Error('no'); return { raw: 1 } }" } })
+  t.equal(reactor.status, 201)
+  const since = await headSeq()
+  t.equal((await app.request('POST', `/reactors/${reactor.body.id}/react`, { key, body: { args: { fail: true } } })).status, 500)
+  const [invoke] = await entries('reactor.invoke', since)
+  t.match(await entries('reactor.result', since), [{ target_ids: [reactor.body.id], parent_id: invoke!.id, outcome: 'failure', status: 500 }])
+  // Refused before it ran: no invocation, so no result either.
+  t.equal((await app.request('POST', `/reactors/${reactor.body.id}/react`, { key, body: { args: '{{ not a token }}' } })).status, 400)
+  t.equal((await entries('reactor.result', since)).length, 1)
 })
 
 t.test('management changes: Application, session, Reactor, proxy, tenant', async (t) => {
@@ -313,6 +328,40 @@ t.test('refusals of requests carrying the card number: auth.failed and auth.deni
   t.ok(Number(refusal!.seq) > since)
   t.match(rows.find((r) => r.trace_id === `${trace}-401`), { action: 'auth.failed', actor_kind: 'anonymous', actor_id: null, status: 401, request_route: '/detokenize' })
   noSecret(t, rows.filter((r) => r.trace_id?.startsWith(trace)))
+})
+
+t.test('a bridge call refused inside a Reactor or a transform is auth.denied under the call, though the code caught it', async (t) => {
+  const id = await newCard()
+  // The Application the code acts as may use tokens but not store them, and reads only /pci/.
+  const actor = await app.request('POST', '/applications', { body: { name: 'narrow actor', type: 'private', rules: [{ priority: 1, container: '/pci/', transform: 'reveal', permissions: ['token:use'] }] } })
+  const general = (await app.request('POST', '/tokens', { key, body: { type: 'token', data: CARD } })).body.id as string
+  const attempts = `const tried = []
+    try { await req.svc.tokenize({ type: 'token', data: 'x' }) } catch (e) { tried.push('store refused') }
+    try { await req.svc.detokenize('{{ ${general} }}') } catch (e) { tried.push('read refused') }`
+  const reactor = await app.request('POST', '/reactors', { body: { name: 'tries', code: `module.exports = async (req) => { ${attempts}; return { raw: tried } }`, application: { id: actor.body.id } } })
+  const proxy = await app.request('POST', '/proxies', {
+    body: { name: 'tries', destination_url: stub.origin, request_transform: { code: `module.exports = async (req) => { ${attempts}; return { body: { tried } } }` }, application: { id: actor.body.id } },
+  })
+  t.equal(reactor.status, 201)
+  t.equal(proxy.status, 201)
+  secrets.push(proxy.body.key)
+
+  let since = await headSeq()
+  const react = await app.request('POST', `/reactors/${reactor.body.id}/react`, { key, body: { args: { n: `{{ ${id} }}` } } })
+  t.same(react.body.raw, ['store refused', 'read refused'], react.text)
+  const [invoke] = await entries('reactor.invoke', since)
+  const denials = await entries('auth.denied', since)
+  t.equal(denials.length, 2, 'one entry per refused bridge call')
+  for (const row of denials) t.match(row, { actor_id: callerId, target_type: 'reactor', target_ids: [reactor.body.id], parent_id: invoke!.id, outcome: 'denied', status: 403, request_route: '/reactors/:id/react' })
+
+  since = await headSeq()
+  const proxied = await rawRequest(app.url, { method: 'POST', path: '/proxy/x', body: '{}', headers: ['SVC-PROXY-KEY', proxy.body.key, 'SVC-API-KEY', key, 'Content-Type', 'application/json'] })
+  t.equal(proxied.status, 200, proxied.body.toString())
+  const [call] = await entries('proxy.call', since)
+  const proxyDenials = await entries('auth.denied', since)
+  t.equal(proxyDenials.length, 2)
+  for (const row of proxyDenials) t.match(row, { actor_id: callerId, target_type: 'proxy', target_ids: [proxy.body.id], parent_id: call!.id, outcome: 'denied', status: 403, request_route: '/proxy' })
+  noSecret(t, (await auditRows(app, tenant)).filter((r) => Number(r.seq) > since))
 })
 
 t.test('a proxy without require_auth: its entries name the proxy as the actor, not its Application', async (t) => {

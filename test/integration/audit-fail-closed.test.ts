@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { AppError } from '../../src/errors/index.js'
 import { startTestApp } from '../helpers/app.js'
 import { auditEvent, auditRows } from '../helpers/audit.js'
@@ -21,6 +21,24 @@ async function withoutAuditTable<T>(fn: () => Promise<T>): Promise<T> {
   } finally {
     await knex.raw('alter table audit_events_away rename to audit_events')
   }
+}
+
+/** A destination whose `/pause` takes the audit table away (code running mid-call calls it); `back` restores it. */
+async function pausingStub(t: Test): Promise<{ stub: Awaited<ReturnType<typeof startStub>>; back: () => Promise<void> }> {
+  let away = false
+  const stub = await startStub(t, (req, res) => {
+    if (req.url !== '/pause') return void res.end('ok')
+    void knex.raw('alter table audit_events rename to audit_events_away').then(() => {
+      away = true
+      res.end('paused')
+    })
+  })
+  const back = async () => {
+    if (away) await knex.raw('alter table audit_events_away rename to audit_events')
+    away = false
+  }
+  t.teardown(back)
+  return { stub, back }
 }
 
 t.test('a write the database refuses: 503 unavailable, /readyz degraded (still in rotation), and back once it recovers', async (t) => {
@@ -146,7 +164,7 @@ t.test('the audit write fails after a change: the change stands, the answer is 5
   t.equal((await app.request('GET', '/tokens', { key: target.body.key })).status, 401, 'the regenerate stands: the old key is gone')
 })
 
-t.test('a Reactor bridge read whose entry cannot be written: the running code gets no plaintext', async (t) => {
+t.test('a Reactor bridge read whose entry cannot be written: the running code gets no plaintext, the caller 503 though the code caught it', async (t) => {
   const CARD = '4111111111111111'
   const rules = [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read', 'token:use'] }]
   const caller = await app.request('POST', '/applications', { body: { name: 'bridge caller', type: 'private', rules } })
@@ -155,17 +173,7 @@ t.test('a Reactor bridge read whose entry cannot be written: the running code ge
   // A token in the args makes the invocation an entry that is recorded (awaited) before the code runs.
   const argToken = (await app.request('POST', '/tokens', { key: caller.body.key, body: { type: 'card_number', data: '5555555555554444' } })).body.id as string
   // The destination takes the audit table away while the invocation (already recorded) runs.
-  let away = false
-  const stub = await startStub(t, (req, res) => {
-    if (req.url !== '/pause') return void res.end('ok')
-    void knex.raw('alter table audit_events rename to audit_events_away').then(() => {
-      away = true
-      res.end('paused')
-    })
-  })
-  t.teardown(async () => {
-    if (away) await knex.raw('alter table audit_events_away rename to audit_events')
-  })
+  const { stub, back } = await pausingStub(t)
   const code = `module.exports = async (req) => {
     await fetch(${JSON.stringify(stub.origin + '/pause')}, { method: 'POST', body: 'x' })
     let seen
@@ -177,15 +185,43 @@ t.test('a Reactor bridge read whose entry cannot be written: the running code ge
   t.equal(reactor.status, 201)
   await app.services.audit.flush()
   const res = await app.request('POST', `/reactors/${reactor.body.id}/react`, { key: caller.body.key, body: { args: { other: `{{ ${argToken} }}` } } })
-  await knex.raw('alter table audit_events_away rename to audit_events')
-  away = false
-  t.equal(res.status, 200, res.text)
-  t.equal(res.body.raw, 'refused', 'the bridge call threw inside the code')
-  t.equal(stub.seen.find((s) => s.url === '/seen')?.body.toString(), 'refused', 'and nothing it sent out holds the card number')
+  await back()
+  t.equal(res.status, 503, res.text)
+  t.match(res.body, { type: '/problems/unavailable' })
+  t.equal(stub.seen.find((s) => s.url === '/seen')?.body.toString(), 'refused', 'the bridge call threw inside the code: nothing it sent out holds the card number')
   await app.services.audit.flush()
   const rows = await auditRows(app)
   t.notOk(rows.some((r) => r.action === 'reactor.token_read' && r.token_ids.includes(id)), 'no entry claims a read that never happened')
   t.ok(rows.some((r) => r.action === 'reactor.invoke' && r.target_ids.includes(reactor.body.id) && r.token_ids.includes(argToken)), 'the invocation was recorded before the code ran')
+})
+
+t.test('tokens stored by a Reactor or a transform whose entry cannot be written: 503 though the code caught the error, nothing forwarded', async (t) => {
+  const actor = await app.request('POST', '/applications', { body: { name: 'catching storer', type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:use'] }] } })
+  const caller = (await app.request('POST', '/applications', { body: { name: 'catching caller', type: 'private', permissions: ['token:use'] } })).body.key as string
+  const { stub, back } = await pausingStub(t)
+  // Takes the audit table away, then stores a token and swallows whatever the bridge throws.
+  const storing = `await fetch(${JSON.stringify(stub.origin + '/pause')}, { method: 'POST', body: 'x' })
+    let id
+    try { id = (await req.svc.tokenize({ type: 'token', data: 'unrecorded' })).id } catch (e) { id = 'refused' }`
+  const reactor = await app.request('POST', '/reactors', { body: { name: 'catches', code: `module.exports = async (req) => { ${storing}; return { raw: id } }`, application: { id: actor.body.id } } })
+  const proxy = await app.request('POST', '/proxies', {
+    body: { name: 'catches', destination_url: stub.origin, request_transform: { code: `module.exports = async (req) => { ${storing}; return { body: { id } } }` }, application: { id: actor.body.id } },
+  })
+  t.equal(reactor.status, 201)
+  t.equal(proxy.status, 201)
+  await app.services.audit.flush()
+
+  const react = await app.request('POST', `/reactors/${reactor.body.id}/react`, { key: caller, body: { args: {} } })
+  await back()
+  t.equal(react.status, 503, react.text)
+  t.match(react.body, { type: '/problems/unavailable' })
+
+  await app.services.audit.flush()
+  const proxied = await rawRequest(app.url, { method: 'POST', path: '/proxy/x', body: '{}', headers: ['SVC-PROXY-KEY', proxy.body.key, 'SVC-API-KEY', caller, 'Content-Type', 'application/json'] })
+  await back()
+  t.equal(proxied.status, 503, proxied.body.toString())
+  t.match(proxied.body.toString(), /unavailable/)
+  t.same(stub.seen.map((s) => s.url), ['/pause', '/pause'], 'the destination saw only the transform\'s own fetch, never the request')
 })
 
 t.test('a change that stands after its entry failed keeps its idempotency key: a retry does not make it twice', async (t) => {

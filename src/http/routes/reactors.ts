@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto'
+import { performance } from 'node:perf_hooks'
 import type { AuditRecorder } from '../../audit/audit-log.js'
+import { outcomeOf } from '../../audit/events.js'
 import { AppError } from '../../errors/index.js'
 import { isAnswerHeader, isAnswerStatus, isHeaderName, isHeaderValue } from '../../shapes/http-parts.js'
 import type { ReactResult, ReactorAudit, ReactorsService } from '../../reactors/service.js'
@@ -36,12 +38,16 @@ export function reactorRoutes(router: AppRouter, reactors: ReactorsService, audi
   // The payload limit is enforced while reading the body: 413 before any isolate is touched.
   router.post('/reactors/:id/react', requirePermission('token:use', ['private']), jsonBody({ limitBytes: payloadMaxBytes }), async (ctx) => {
     const { args } = parseReact(ctx.state.body)
-    const result = await reactors.react(currentPrincipal(ctx.state), ctx.params.id!, args, reactorAudit(ctx, audit, ctx.params.id!))
-    if (result.kind === 'response') {
-      respondAsReactor(ctx, result)
-      return
+    const invocation = reactorAudit(ctx, audit, ctx.params.id!)
+    try {
+      const result = await reactors.react(currentPrincipal(ctx.state), ctx.params.id!, args, invocation)
+      if (result.kind === 'response') respondAsReactor(ctx, result)
+      else ctx.body = presentReactResult(result)
+    } catch (err) {
+      invocation.ended(err instanceof AppError ? err.status : 500)
+      throw err
     }
-    ctx.body = presentReactResult(result)
+    invocation.ended(ctx.status)
   })
 }
 
@@ -50,20 +56,31 @@ export function reactorRoutes(router: AppRouter, reactors: ReactorsService, audi
  * each bridge call that hands the code plaintext, and `token.create` for the tokens the code
  * stores (`req.svc.tokenize`, a `{tokenize}` answer) before it or the caller sees them; all
  * fail-closed, the later ones naming the invocation's entry as `parentId` (args without tokens
- * reveal nothing: their `reactor.invoke` is only noted). Status 200 means "authorized,
- * running": the answer is not known yet.
+ * reveal nothing: their `reactor.invoke` is only noted). Status 200 there means "authorized,
+ * running". Noted under the invocation too: a refused bridge call (`auth.denied`, or
+ * `auth.failed` for an expired Application) and, when it ends, `reactor.result` with the
+ * caller's status and the duration.
  */
-function reactorAudit(ctx: AppContext, recorder: AuditRecorder, reactorId: string): ReactorAudit {
+function reactorAudit(ctx: AppContext, recorder: AuditRecorder, reactorId: string): ReactorAudit & { ended(status: number): void } {
   const id = randomUUID()
   const target = { type: 'reactor' as const, ids: [reactorId] }
+  let started: number | undefined
   return {
     invoking: async (tokenIds) => {
       const invoke = auditEvent(ctx, { id, action: 'reactor.invoke', target, tokenIds: [...tokenIds], outcome: 'success', status: 200 })
       if (tokenIds.size > 0) await recorder.record([invoke])
       else recorder.note([invoke])
+      started = performance.now()
+    },
+    /** The invocation's end, once it began: `reactor.result` with what the caller got. */
+    ended: (status) => {
+      if (started === undefined) return
+      const durationMs = Math.round(performance.now() - started)
+      recorder.note([auditEvent(ctx, { action: 'reactor.result', target, parentId: id, outcome: outcomeOf(status), status, durationMs })])
     },
     tokenRead: (tokenIds) => recorder.record([auditEvent(ctx, { action: 'reactor.token_read', target, tokenIds: [...tokenIds], parentId: id, outcome: 'success', status: 200 })]),
     tokensCreated: (tokenIds, views) => recorder.record([Object.assign(tokenEvent(ctx, 'token.create', tokenIds, 200, views), { parentId: id })]),
+    denied: (status) => recorder.note([auditEvent(ctx, { action: status === 401 ? 'auth.failed' : 'auth.denied', target, parentId: id, outcome: 'denied', status })]),
   }
 }
 

@@ -46,7 +46,7 @@ export interface Exchange {
   readonly caller: Caller
 }
 
-/** Both awaited, fail-closed: a rejection (the audit log is unavailable) stops the call with it. */
+/** The promises are awaited, fail-closed: a rejection (the audit log is unavailable) stops the call with it. */
 export interface ExchangeAudit {
   /** Before the request is forwarded, with the token ids detokenized into it (`proxy.request`). */
   forwarding(tokenIds: readonly string[]): Promise<void>
@@ -54,6 +54,8 @@ export interface ExchangeAudit {
   tokenRead(tokenIds: ReadonlySet<string>): Promise<void>
   /** After a transform's `req.svc.tokenize` stored tokens, before the code gets them (`token.create`). */
   tokensCreated(tokenIds: string[], views: TokenView[]): Promise<void>
+  /** A transform's bridge call was refused (`auth.denied` / `auth.failed`); noted, not awaited. */
+  denied(status: number): void
 }
 
 /** `signal` is made on first use: an AbortSignal with a listener costs the hot path dearly. */
