@@ -81,10 +81,11 @@ export function checkpointSignatureValid(key: AuditKey, cp: CheckpointRow): bool
   return sameHex(checkpointMac(key, cp), cp.signature)
 }
 
+const HASH_HEX = /^[0-9a-f]{64}$/
+
+/** Two hashes as written (lower-case hex, 32 bytes), compared in constant time; any other spelling differs. */
 export function sameHex(a: string, b: string): boolean {
-  const x = Buffer.from(a, 'hex')
-  const y = Buffer.from(b, 'hex')
-  return x.length === 32 && y.length === 32 && timingSafeEqual(x, y)
+  return HASH_HEX.test(a) && HASH_HEX.test(b) && timingSafeEqual(Buffer.from(a, 'hex'), Buffer.from(b, 'hex'))
 }
 
 function checkpointMac(key: AuditKey, cp: Omit<CheckpointRow, 'signature'>): string {

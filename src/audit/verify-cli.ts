@@ -2,12 +2,13 @@ import { loadConfig, type Config } from '../config/index.js'
 import { requireSecret, SecretsError, secretsFile, storedSecret } from '../config/secrets.js'
 import { openStore, type Store } from '../store/index.js'
 import { auditKeyring, type AuditKeyring } from './audit-keys.js'
-import { verifyAuditChain, type AuditVerification, type TenantChainReport } from './verify.js'
+import { verifyAuditChain, type AuditVerification, type ExpectedEntry, type TenantChainReport } from './verify.js'
 
 export interface AuditVerifyOptions {
   tenantId?: string
   retentionDays?: number
   json?: boolean
+  expect?: ExpectedEntry
 }
 
 /**
@@ -20,7 +21,7 @@ export async function runAuditVerify(options: AuditVerifyOptions, out: (line: st
   const keyring = verifyKeyring(config)
   const store: Store = await openStore(config, { migrate: false })
   try {
-    const verify = (k: AuditKeyring) => verifyAuditChain(store.audit, k, { retentionDays: options.retentionDays ?? config.audit.retentionDays, tenantId: options.tenantId })
+    const verify = (k: AuditKeyring) => verifyAuditChain(store.audit, k, { retentionDays: options.retentionDays ?? config.audit.retentionDays, tenantId: options.tenantId, expect: options.expect })
     const result = await verify(keyring)
     if (hasUnknownKey(result)) await refuseWrongSecret(config, verify)
     if (options.json) out(JSON.stringify(result))

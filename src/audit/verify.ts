@@ -1,4 +1,4 @@
-import type { AuditRepository, AuditRow, ChainHead, ChainReader, CheckpointRow } from '../store/index.js'
+import type { AuditRepository, AuditRow, ChainEntry, ChainHead, ChainReader, CheckpointRow } from '../store/index.js'
 import type { AuditKeyring } from './audit-keys.js'
 import { chainHash, checkpointSignatureValid, GENESIS_HASH, sameHex } from './chain.js'
 import { DAY_MS } from './maintenance.js'
@@ -51,6 +51,17 @@ export interface VerifyOptions {
   tenantId?: string
   /** Entries read per query (memory stays bounded by this). */
   chunk?: number
+  /**
+   * With `tenantId`: an entry known from outside the database (an export, a SIEM) that the chain
+   * must still hold. It catches what no in-database check can: the newest entries deleted with
+   * the checkpoints after them and the head moved back.
+   */
+  expect?: ExpectedEntry
+}
+
+export interface ExpectedEntry {
+  seq: number
+  hash: string
 }
 
 /**
@@ -64,7 +75,8 @@ export async function verifyAuditChain(repo: Pick<AuditRepository, 'snapshot'>, 
   return repo.snapshot(async (reader) => {
     const ids = options.tenantId ? [options.tenantId] : await reader.tenantIds()
     const tenants: TenantChainReport[] = []
-    for (const id of ids) tenants.push(await verifyTenant(reader, id, { keyring, oldestAnchor, chunk: options.chunk ?? 1000 }))
+    const expect = options.tenantId ? options.expect : undefined
+    for (const id of ids) tenants.push(await verifyTenant(reader, id, { keyring, oldestAnchor, chunk: options.chunk ?? 1000, expect }))
     return { ok: tenants.every((t) => t.ok), tenants }
   })
 }
@@ -73,6 +85,7 @@ interface Context {
   keyring: AuditKeyring
   oldestAnchor: Date
   chunk: number
+  expect: ExpectedEntry | undefined
 }
 
 async function verifyTenant(reader: ChainReader, tenantId: string, ctx: Context): Promise<TenantChainReport> {
@@ -91,7 +104,7 @@ async function verifyTenant(reader: ChainReader, tenantId: string, ctx: Context)
     let link = { seq: start.anchor?.seq ?? 0, hash: start.anchor?.hash ?? GENESIS_HASH }
     walk: while (batch.length > 0) {
       for (const row of batch) {
-        const problem = entryProblem(row, link, head, bySeq.get(row.seq), ctx.keyring)
+        const problem = entryProblem(row, link, head, bySeq.get(row.seq), ctx.keyring) ?? unexpectedHash(row, ctx.expect)
         if (problem) {
           breaks.push(problem)
           break walk
@@ -104,6 +117,10 @@ async function verifyTenant(reader: ChainReader, tenantId: string, ctx: Context)
       batch = await reader.entries(tenantId, link.seq, ctx.chunk)
     }
     if (breaks.length === 0) breaks.push(...endProblem(link, head, checkpoints))
+    if (breaks.length === 0 && ctx.expect && ctx.expect.seq > link.seq) {
+      const { seq } = ctx.expect
+      breaks.push({ seq: link.seq + 1, reason: 'missing', detail: `entries ${link.seq + 1} to ${seq} are missing: entry ${seq} was expected, the chain ends at ${link.seq}` })
+    }
   }
   const first = breaks.sort((a, b) => a.seq - b.seq)[0]
   if (first) Object.assign(report, { ok: false, break: first })
@@ -137,16 +154,21 @@ function startOfChain(first: AuditRow | undefined, head: ChainHead | undefined, 
   return { anchor }
 }
 
-function entryProblem(row: AuditRow, link: { seq: number; hash: string }, head: ChainHead | undefined, checkpoint: CheckpointRow | undefined, keyring: AuditKeyring): ChainBreak | undefined {
+function entryProblem(row: ChainEntry, link: { seq: number; hash: string }, head: ChainHead | undefined, checkpoint: CheckpointRow | undefined, keyring: AuditKeyring): ChainBreak | undefined {
   const at = { seq: row.seq, entryId: row.id }
   if (row.seq !== link.seq + 1) return { seq: link.seq + 1, reason: 'missing', detail: `entry ${link.seq + 1} is missing (the next entry is ${row.seq})` }
   if (!head || row.seq > head.seq) return { ...at, reason: 'unexpected', detail: `entry ${row.seq} lies beyond the chain head (${head?.seq ?? 'none'})` }
   const key = keyring.byId(row.key_id)
   if (!key) return { ...at, reason: 'unknown_key', detail: `entry ${row.seq} was sealed with key ${row.key_id}, which no configured audit secret yields` }
-  const { hash, ...content } = row
-  if (!sameHex(chainHash(key, link.hash, content), hash)) return { ...at, reason: 'altered', detail: `entry ${row.seq} does not match its hash: it was changed, moved or inserted` }
+  const { hash, sub_ms: subMs, ...content } = row
+  if (subMs || !sameHex(chainHash(key, link.hash, content), hash)) return { ...at, reason: 'altered', detail: `entry ${row.seq} does not match its hash: it was changed, moved or inserted` }
   if (checkpoint && checkpoint.hash !== row.hash) return { ...at, reason: 'checkpoint_mismatch', detail: `checkpoint ${row.seq} names a different hash than entry ${row.seq}` }
   return undefined
+}
+
+function unexpectedHash(row: AuditRow, expect: ExpectedEntry | undefined): ChainBreak | undefined {
+  if (!expect || row.seq !== expect.seq || row.hash === expect.hash) return undefined
+  return { seq: row.seq, entryId: row.id, reason: 'altered', detail: `entry ${row.seq} does not carry the expected hash: the chain was rewritten from there or before` }
 }
 
 /** After the last entry: the head and every checkpoint must point at or before it. */
@@ -157,5 +179,12 @@ function endProblem(link: { seq: number; hash: string }, head: ChainHead | undef
   const beyond = checkpoints.find((c) => c.seq > link.seq)
   if (beyond) return [{ seq: next, reason: 'missing', detail: `entries ${next} to ${beyond.seq} are missing (checkpoint ${beyond.seq} exists)` }]
   if (!sameHex(head.hash, link.hash)) return [{ seq: link.seq, reason: 'head_mismatch', detail: `the chain head does not name entry ${link.seq}` }]
+  // Pruning keeps the newest checkpoint, so the one the head names is always there.
+  if (head.checkpoint_seq > head.seq) {
+    return [{ seq: head.seq, reason: 'head_mismatch', detail: `the chain head names checkpoint ${head.checkpoint_seq}, beyond its last entry ${head.seq}` }]
+  }
+  if (head.checkpoint_seq > 0 && !checkpoints.some((c) => c.seq === head.checkpoint_seq)) {
+    return [{ seq: head.checkpoint_seq, reason: 'missing', detail: `checkpoint ${head.checkpoint_seq}, which the chain head names, is missing` }]
+  }
   return []
 }

@@ -79,7 +79,7 @@ export type { SessionRecord } from './repositories/sessions.js'
 export type { ReactorRecord } from './repositories/reactors.js'
 export type { ProxyRecord, ProxyPatch } from './repositories/proxies.js'
 export type { IdempotencyRecord } from './repositories/idempotency.js'
-export type { AuditRow, UnsealedAuditRow, ChainHead, CheckpointRow, ChainSealer, AuditFilter, AuditPosition, ChainReader, AuditRepository } from './repositories/audit.js'
+export type { AuditRow, UnsealedAuditRow, ChainHead, CheckpointRow, ChainSealer, AuditFilter, AuditPosition, ChainReader, ChainEntry, AuditRepository } from './repositories/audit.js'
 
 /** A foreign key that names a row deleted meanwhile (Postgres or PGlite). */
 export function isForeignKeyViolation(err: unknown): boolean {

@@ -61,6 +61,18 @@ t.test('the four ways of breaking the chain are each found at the first broken l
     t.match(await firstBreak(tenant), { seq: 2, reason: 'altered' })
   })
 
+  t.test('altered below a millisecond (a Date read back would not show it)', async (t) => {
+    const tenant = await chainWith(3)
+    await tamper(app, (k) => k.raw("update audit_events set occurred_at = occurred_at + interval '1 microsecond' where tenant_id = ? and seq = 2", [tenant]))
+    t.match(await firstBreak(tenant), { seq: 2, reason: 'altered' })
+  })
+
+  t.test('a hash rewritten in upper case is the entry that changed', async (t) => {
+    const tenant = await chainWith(3)
+    await tamper(app, (k) => k.raw('update audit_events set hash = upper(hash) where tenant_id = ? and seq = 2', [tenant]))
+    t.match(await firstBreak(tenant), { seq: 2, reason: 'altered' })
+  })
+
   t.test('deleted', async (t) => {
     const tenant = await chainWith(6)
     await tamper(app, (k) => k('audit_events').where({ tenant_id: tenant, seq: 3 }).delete())
@@ -124,6 +136,20 @@ t.test('the four ways of breaking the chain are each found at the first broken l
     await tamper(app, (k) => k('audit_checkpoints').where({ tenant_id: tenant, seq: 2 }).update({ seq: 3 }))
     t.match(await firstBreak(tenant), { seq: 3, reason: 'checkpoint_invalid' })
   })
+
+  t.test('the checkpoints deleted, the head still naming the last', async (t) => {
+    const audit = auditLogWithClock(app, () => new Date(), { checkpointEvery: 2 })
+    t.teardown(() => audit.close())
+    const tenant = await chainWith(5, audit)
+    await tamper(app, (k) => k('audit_checkpoints').where({ tenant_id: tenant }).delete())
+    t.match(await firstBreak(tenant), { seq: 4, reason: 'missing' })
+  })
+
+  t.test('a head naming a checkpoint beyond its last entry', async (t) => {
+    const tenant = await chainWith(3)
+    await tamper(app, (k) => k('audit_chain_heads').where({ tenant_id: tenant }).update({ checkpoint_seq: 9 }))
+    t.match(await firstBreak(tenant), { seq: 3, reason: 'head_mismatch' })
+  })
 })
 
 t.test('entries and checkpoints are append-only even for the tables owner', async (t) => {
@@ -165,6 +191,20 @@ t.test('retention', async (t) => {
       await k('audit_events').where({ tenant_id: tenant }).where('seq', '<=', 8).delete()
     })
     t.match((await audit.verify({ tenantId: tenant })).tenants[0]?.break, { seq: 8, reason: 'pruned_within_retention' })
+  })
+
+  t.test('a checkpoint stamped by a clock that ran behind does not let fresh entries go', async (t) => {
+    const tenant = randomUUID()
+    const audit = auditLogWithClock(own, () => new Date())
+    t.teardown(() => audit.close())
+    for (let i = 0; i < 4; i++) await audit.record([auditEvent(tenant)])
+    // Another process, its clock 800 days behind, checkpoints the chain now.
+    const behind = auditLogWithClock(own, () => new Date(Date.now() - 800 * DAY))
+    t.teardown(() => behind.close())
+    await behind.maintain(new Date(Date.now() - 800 * DAY))
+    t.equal((await audit.maintain(new Date())).pruned, 0, 'entries written today are kept')
+    t.same((await auditRows(own, tenant)).map((r) => r.seq), [1, 2, 3, 4])
+    t.ok((await audit.verify({ tenantId: tenant })).ok)
   })
 
   t.test('a chain pruned entirely still verifies against its head', async (t) => {

@@ -103,6 +103,42 @@ t.test('tessera audit verify finds each of the four ways of breaking a chain, at
   t.match(text.stdout, /AUDIT CHAIN BROKEN/)
 })
 
+t.test('audit verify --expect: an entry known from an export catches the newest entries deleted with the head moved back', async (t) => {
+  const first = await startTestApp(t, {}, { persistent: true })
+  const tenant = randomUUID()
+  for (let i = 0; i < 6; i++) await first.services.audit.record([auditEvent(tenant)])
+  const rows = await auditRows(first, tenant)
+  const [third, fourth, sixth] = [rows[2]!, rows[3]!, rows[5]!]
+  await tamper(first, async (k) => {
+    await k('audit_events').where({ tenant_id: tenant }).where('seq', '>', 4).delete()
+    await k('audit_chain_heads').where({ tenant_id: tenant }).update({ seq: 4, hash: fourth.hash })
+  })
+  await first.close()
+
+  const config = testConfig(cliEnv(first))
+  const verify = (expect?: { seq: number; hash: string }) => runAuditVerify({ tenantId: tenant, json: true, expect }, (l) => lines.push(l), config)
+  const lines: string[] = []
+  t.equal(await verify(), 0, 'from the database alone the chain looks as if it stopped at 4')
+  t.equal(await verify({ seq: 6, hash: sixth.hash }), 1)
+  t.match(JSON.parse(lines.at(-1)!), { ok: false, tenants: [{ break: { seq: 5, reason: 'missing' } }] })
+  t.equal(await verify({ seq: 3, hash: third.hash }), 0, 'an entry still there with its hash')
+  t.equal(await verify({ seq: 3, hash: fourth.hash }), 1)
+  t.match(JSON.parse(lines.at(-1)!), { tenants: [{ break: { seq: 3, reason: 'altered' } }] })
+
+  const cliRun = await cli(first, ['--tenant', tenant, '--expect', `6:${sixth.hash}`])
+  t.equal(cliRun.code, 1)
+  t.match(cliRun.stdout, new RegExp(`BROKEN +tenant ${tenant} at seq 5: missing: .*entry 6 was expected`))
+  for (const [args, message] of [
+    [['--expect', `6:${sixth.hash}`], /--expect needs --tenant/],
+    [['--tenant', tenant, '--expect', `6:${sixth.hash.toUpperCase()}`], /--expect must be <seq>:<hash>/],
+    [['--tenant', tenant, '--expect', '0:' + sixth.hash], /--expect must be/],
+  ] as const) {
+    const bad = await cli(first, [...args])
+    t.equal(bad.code, 2, args.join(' '))
+    t.match(bad.stderr, message)
+  }
+})
+
 /** The CLI's environment without SVC_KEY_HASH_SECRET, with a data dir (PGlite's, or an empty one beside Postgres). */
 function withoutSecret(t: { teardown(fn: () => unknown): void }, app: TestApp): Record<string, string> {
   const { SVC_KEY_HASH_SECRET: _dropped, ...env } = cliEnv(app)

@@ -107,7 +107,7 @@ const INSERT_CHUNK = 1000
 const PRUNE_CHUNK = 10_000
 
 const toNumber = (v: unknown): number => (typeof v === 'number' ? v : Number(v))
-const parseRow = (r: AuditRow): AuditRow => ({ ...r, seq: toNumber(r.seq) })
+const parseRow = <R extends AuditRow>(r: R): R => ({ ...r, seq: toNumber(r.seq) })
 const parseHead = (h: ChainHead): ChainHead => ({ ...h, seq: toNumber(h.seq), checkpoint_seq: toNumber(h.checkpoint_seq) })
 const parseCheckpoint = (c: CheckpointRow): CheckpointRow => ({ ...c, seq: toNumber(c.seq) })
 
@@ -208,13 +208,19 @@ export function auditRepository(knex: Knex, kind: DatabaseKind) {
     },
 
     /**
-     * Removes a tenant's entries up to its newest checkpoint created before `cutoff`, and the
-     * checkpoints before that one, in one transaction: that checkpoint stays as the anchor the
-     * remaining chain is verified from. Returns the number of entries removed.
+     * Removes a tenant's entries up to its newest checkpoint created before `cutoff` that no
+     * entry at or before it is younger than, and the checkpoints before that one, in one
+     * transaction: that checkpoint stays as the anchor the remaining chain is verified from.
+     * The entries' own times are checked as well as the checkpoint's: a checkpoint written by
+     * a process whose clock ran behind must not take fresh entries with it. Returns the number
+     * of entries removed.
      */
     async pruneTenant(tenantId: string, cutoff: Date): Promise<number> {
       return knex.transaction(async (trx) => {
-        const anchor = await trx<CheckpointRow>('audit_checkpoints').where({ tenant_id: tenantId }).where('created_at', '<', cutoff).orderBy('seq', 'desc').first()
+        const young = await trx('audit_events').where({ tenant_id: tenantId }).where('occurred_at', '>=', cutoff).min<{ min: number | string | null }[]>({ min: 'seq' }).first()
+        const anchors = trx<CheckpointRow>('audit_checkpoints').where({ tenant_id: tenantId }).where('created_at', '<', cutoff)
+        if (young?.min != null) void anchors.where('seq', '<', young.min)
+        const anchor = await anchors.orderBy('seq', 'desc').first()
         if (!anchor) return 0
         const anchorSeq = toNumber(anchor.seq)
         await trx('audit_checkpoints').where({ tenant_id: tenantId }).where('seq', '<', anchorSeq).delete()
@@ -239,7 +245,13 @@ export interface ChainReader {
   head(tenantId: string): Promise<ChainHead | undefined>
   checkpoints(tenantId: string): Promise<CheckpointRow[]>
   /** Entries with seq > afterSeq, ascending, at most `limit`. */
-  entries(tenantId: string, afterSeq: number, limit: number): Promise<AuditRow[]>
+  entries(tenantId: string, afterSeq: number, limit: number): Promise<ChainEntry[]>
+}
+
+/** An entry as the verifier reads it. */
+export interface ChainEntry extends AuditRow {
+  /** `occurred_at` holds digits below a millisecond, which no writer stores: it was changed. */
+  sub_ms: boolean
 }
 
 function chainReader(trx: Knex.Transaction): ChainReader {
@@ -258,8 +270,14 @@ function chainReader(trx: Knex.Transaction): ChainReader {
       return (await trx<CheckpointRow>('audit_checkpoints').where({ tenant_id: tenantId }).orderBy('seq')).map(parseCheckpoint)
     },
     async entries(tenantId, afterSeq, limit) {
-      const rows = await trx<AuditRow>('audit_events').where({ tenant_id: tenantId }).where('seq', '>', afterSeq).orderBy('seq').limit(limit)
-      return rows.map((r) => parseRow(r as AuditRow))
+      // Times are read into a Date, which holds milliseconds: a change below one would not show in the hash.
+      const rows = await trx<AuditRow>('audit_events')
+        .select('*', trx.raw("date_trunc('milliseconds', occurred_at) <> occurred_at as sub_ms"))
+        .where({ tenant_id: tenantId })
+        .where('seq', '>', afterSeq)
+        .orderBy('seq')
+        .limit(limit)
+      return rows.map((r) => parseRow(r as ChainEntry))
     },
   }
 }
