@@ -85,6 +85,16 @@ export function createAuditLog(deps: { store: Store; keyring: AuditKeyring; conf
     note: (events) => (enabled ? writer.note(events) : undefined),
     list: (tenantId, filter, after, limit) => repo.list(tenantId, filter, 'desc', after, limit),
     async *export(tenantId, filter) {
+      if (filter.afterSeq !== undefined) {
+        // Up to the head as it is now, so the export ends while entries keep arriving.
+        const through = await repo.headSeq(tenantId)
+        for (let afterSeq = filter.afterSeq; ; ) {
+          const rows = await repo.listBySeq(tenantId, filter, afterSeq, through, EXPORT_CHUNK)
+          yield* rows
+          if (rows.length < EXPORT_CHUNK) return
+          afterSeq = rows.at(-1)!.seq
+        }
+      }
       let after: AuditPosition | undefined
       for (;;) {
         const rows = await repo.list(tenantId, filter, 'asc', after, EXPORT_CHUNK)

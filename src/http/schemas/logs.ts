@@ -4,6 +4,7 @@ import { ValidationError } from '../../errors/index.js'
 import type { AuditFilter, AuditPosition } from '../../store/index.js'
 import { DateTime, StringEnum, Uuid } from './common.js'
 import { isStorableInstant } from '../../shapes/date-time.js'
+import { isUuid } from '../../shapes/ids.js'
 import { validator } from './validate.js'
 
 const filters = {
@@ -22,7 +23,7 @@ export const ListLogsQuery = Type.Object(
   { ...filters, cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })), size: Type.Integer({ minimum: 1, maximum: 100, default: 20 }) },
   { additionalProperties: false },
 )
-export const ExportLogsQuery = Type.Object({ ...filters, from: DateTime }, { additionalProperties: false })
+export const ExportLogsQuery = Type.Object({ ...filters, after_seq: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })) }, { additionalProperties: false })
 
 const Ids = Type.Array(Type.String())
 export const AuditEventResponse = Type.Object({
@@ -68,9 +69,15 @@ export function parseListLogsQuery(query: unknown): LogsQuery {
   return { filter: toFilter(q), after: q.cursor === undefined ? undefined : parseLogCursor(q.cursor), size: q.size }
 }
 
-/** `to` defaults to now, so an export always ends. */
+/**
+ * By time (`from`, `to` defaulting to now, so an export always ends) or, to resume without
+ * missing an entry, by `after_seq`: an entry's time is taken when it is queued, so one can
+ * commit after an export by time has passed it; seqs become visible in order.
+ */
 export function parseExportLogsQuery(query: unknown, now: Date): AuditFilter {
   const q = parseExport(query)
+  if (q.after_seq !== undefined) return { ...toFilter(q), afterSeq: q.after_seq }
+  if (q.from === undefined) throw ValidationError.field('from', 'is required unless after_seq is given')
   return toFilter({ ...q, to: q.to ?? now.toISOString() })
 }
 
@@ -81,7 +88,16 @@ function toFilter(q: Filters): AuditFilter {
   const from = q.from === undefined ? undefined : new Date(q.from)
   const to = q.to === undefined ? undefined : new Date(q.to)
   if (from && to && from >= to) throw ValidationError.field('to', 'must be after from')
-  return { from, to, actions: q.action, outcomes: q.outcome, actorId: q.actor_id?.toLowerCase(), actorKind: q.actor_kind, targetType: q.target_type, targetId: q.target_id }
+  return { from, to, actions: q.action, outcomes: q.outcome, actorId: q.actor_id?.toLowerCase(), actorKind: q.actor_kind, targetType: q.target_type, targetIds: targetIds(q.target_id) }
+}
+
+/**
+ * Ids of Applications, Reactors, proxies and the like are stored lower-case, token ids as they
+ * are: a uuid given in upper case finds both spellings.
+ */
+function targetIds(id: string | undefined): string[] | undefined {
+  if (id === undefined) return undefined
+  return isUuid(id) && id !== id.toLowerCase() ? [id, id.toLowerCase()] : [id]
 }
 
 /** Opaque to clients: where the page ended, as (time in ms, seq). */

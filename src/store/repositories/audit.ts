@@ -61,8 +61,11 @@ export interface AuditFilter {
   actorId?: string
   actorKind?: string
   targetType?: string
-  targetId?: string
+  /** Any of these among an entry's target ids or the token ids it detokenized. */
+  targetIds?: string[]
   outcomes: string[]
+  /** Export only: entries after this seq, in chain order (how a SIEM resumes without missing one). */
+  afterSeq?: number
 }
 
 /** Where a listing stopped: entries sort by (occurred_at, seq). */
@@ -162,18 +165,23 @@ export function auditRepository(knex: Knex, kind: DatabaseKind) {
 
     /** Entries of one tenant matching `filter`, newest first (`desc`) or oldest first, after `after`. */
     async list(tenantId: string, filter: AuditFilter, order: 'asc' | 'desc', after: AuditPosition | undefined, limit: number): Promise<AuditRow[]> {
-      const q = knex<AuditRow>('audit_events').where({ tenant_id: tenantId })
-      if (filter.from) void q.where('occurred_at', '>=', filter.from)
-      if (filter.to) void q.where('occurred_at', '<', filter.to)
-      if (filter.actions.length) void q.whereIn('action', filter.actions)
-      if (filter.outcomes.length) void q.whereIn('outcome', filter.outcomes)
-      if (filter.actorId) void q.where('actor_id', filter.actorId)
-      if (filter.actorKind) void q.where('actor_kind', filter.actorKind)
-      if (filter.targetType) void q.where('target_type', filter.targetType)
-      if (filter.targetId) void q.whereRaw('(target_ids || token_ids) @> ?::jsonb', [JSON.stringify([filter.targetId])])
+      const q = filtered(knex<AuditRow>('audit_events').where({ tenant_id: tenantId }), filter)
       if (after) void q.whereRaw(`(occurred_at, seq) ${order === 'desc' ? '<' : '>'} (?, ?)`, [after.occurredAt, after.seq])
-      const rows = await q.orderBy([{ column: 'occurred_at', order }, { column: 'seq', order }]).limit(limit)
-      return rows.map((r) => parseRow(r as AuditRow))
+      const rows: AuditRow[] = await q.orderBy([{ column: 'occurred_at', order }, { column: 'seq', order }]).limit(limit)
+      return rows.map(parseRow)
+    },
+
+    /** Entries with `afterSeq` < seq <= `throughSeq` matching `filter`, in chain order. */
+    async listBySeq(tenantId: string, filter: AuditFilter, afterSeq: number, throughSeq: number, limit: number): Promise<AuditRow[]> {
+      const q = filtered(knex<AuditRow>('audit_events').where({ tenant_id: tenantId }), filter)
+      const rows: AuditRow[] = await q.where('seq', '>', afterSeq).where('seq', '<=', throughSeq).orderBy('seq').limit(limit)
+      return rows.map(parseRow)
+    },
+
+    /** The seq of a tenant's last committed entry (0 for none): its entries up to it are all visible. */
+    async headSeq(tenantId: string): Promise<number> {
+      const head = await knex<ChainHead>('audit_chain_heads').where({ tenant_id: tenantId }).first('seq')
+      return toNumber(head?.seq ?? 0)
     },
 
     /**
@@ -237,6 +245,23 @@ export function auditRepository(knex: Knex, kind: DatabaseKind) {
       })
     },
   }
+}
+
+function filtered(q: Knex.QueryBuilder<AuditRow>, filter: AuditFilter): Knex.QueryBuilder<AuditRow> {
+  if (filter.from) void q.where('occurred_at', '>=', filter.from)
+  if (filter.to) void q.where('occurred_at', '<', filter.to)
+  if (filter.actions.length) void q.whereIn('action', filter.actions)
+  if (filter.outcomes.length) void q.whereIn('outcome', filter.outcomes)
+  if (filter.actorId) void q.where('actor_id', filter.actorId)
+  if (filter.actorKind) void q.where('actor_kind', filter.actorKind)
+  if (filter.targetType) void q.where('target_type', filter.targetType)
+  if (filter.targetIds?.length) {
+    const ids = filter.targetIds
+    void q.where((any) => {
+      for (const id of ids) void any.orWhereRaw('(target_ids || token_ids) @> ?::jsonb', [JSON.stringify([id])])
+    })
+  }
+  return q
 }
 
 /** Reads of one chain inside a snapshot (see `snapshot`). */
