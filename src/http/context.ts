@@ -1,4 +1,5 @@
 import type { Router, RouterContext } from '@koa/router'
+import type { Permission } from '../auth/permissions.js'
 import type { Principal } from '../auth/principal.js'
 import type { Problem } from '../errors/index.js'
 
@@ -15,6 +16,8 @@ export interface AppState {
    */
   auditActor?: { tenantId: string; kind: 'proxy'; id: string }
   body?: unknown
+  /** The permission the route checks (`requirePermission`), named by a refusal's audit entry. */
+  permission?: Permission
   /**
    * The request made a change that stands whatever happens next (its audit event was built, see
    * `auditEvent`): a failure after it must not give the idempotency key up.

@@ -324,7 +324,7 @@ t.test('refusals of requests carrying the card number: auth.failed and auth.deni
   await app.services.audit.flush()
   const rows = await auditRows(app)
   const refusal = rows.find((r) => r.trace_id === `${trace}-403`)
-  t.match(refusal, { tenant_id: tenant, action: 'auth.denied', actor_id: writeOnlyId, outcome: 'denied', status: 403, request_method: 'POST', request_route: '/tokens' })
+  t.match(refusal, { tenant_id: tenant, action: 'auth.denied', actor_id: writeOnlyId, outcome: 'denied', status: 403, request_method: 'POST', request_route: '/tokens', permission: 'token:create', target_type: null })
   t.ok(Number(refusal!.seq) > since)
   t.match(rows.find((r) => r.trace_id === `${trace}-401`), { action: 'auth.failed', actor_kind: 'anonymous', actor_id: null, status: 401, request_route: '/detokenize' })
   noSecret(t, rows.filter((r) => r.trace_id?.startsWith(trace)))
@@ -362,6 +362,15 @@ t.test('a bridge call refused inside a Reactor or a transform is auth.denied und
   t.equal(proxyDenials.length, 2)
   for (const row of proxyDenials) t.match(row, { actor_id: callerId, target_type: 'proxy', target_ids: [proxy.body.id], parent_id: call!.id, outcome: 'denied', status: 403, request_route: '/proxy' })
   noSecret(t, (await auditRows(app, tenant)).filter((r) => Number(r.seq) > since))
+})
+
+t.test('a refused management call names the permission and the resource', async (t) => {
+  const narrow = await appKey(app, { name: 'reads apps', type: 'management', permissions: ['application:read'] })
+  const since = await headSeq()
+  const res = await app.request('PUT', `/applications/${callerId.toUpperCase()}`, { key: narrow, body: { name: 'renamed', permissions: ['token:read'] } })
+  t.equal(res.status, 403)
+  secrets.push(narrow)
+  t.match(await entries('auth.denied', since), [{ permission: 'application:update', target_type: 'application', target_ids: [callerId], request_route: '/applications/:id' }])
 })
 
 t.test('a proxy without require_auth: its entries name the proxy as the actor, not its Application', async (t) => {

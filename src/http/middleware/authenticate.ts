@@ -17,6 +17,7 @@ export function authenticate(authenticator: Authenticator): Middleware<AppState>
 /** 403 unless the principal holds `permission` (and, when given, is one of `types`); see auth/policies.ts. */
 export function requirePermission(permission: Permission, types?: readonly Principal['type'][]): Middleware<AppState> {
   return async (ctx, next) => {
+    ctx.state.permission = permission
     requireHeld(currentPrincipal(ctx.state), permission, types)
     await next()
   }
