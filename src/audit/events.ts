@@ -24,6 +24,8 @@ export const auditActions = [
   'reactor.invoke',
   /** Fail-closed, before a bridge hands a running Reactor plaintext. */
   'reactor.token_read',
+  /** Fail-closed, before Reactor or transform code's `fetch` sends anything: destination origin and method. */
+  'reactor.fetch',
   /** When an invocation ends (answered or failed): the caller's status and the duration; parent: its `reactor.invoke`. */
   'reactor.result',
   'application.create',

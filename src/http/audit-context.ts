@@ -74,3 +74,12 @@ export function tokenEvent(ctx: ParameterizedContext<AppState>, action: AuditAct
 export function changeEvent(ctx: ParameterizedContext<AppState>, action: AuditAction, type: TargetType, id: string, status: number): AuditEvent {
   return auditEvent(ctx, { action, target: { type, ids: [id] }, outcome: 'success', status })
 }
+
+/** `reactor.fetch` of Reactor or transform code (target: the Reactor or proxy; parent: the call's entry). */
+export function fetchEvent(shared: RequestAudit, target: AuditEvent['target'], parentId: string, origin: string, method: string): AuditEvent {
+  const event: AuditEvent = Object.assign({}, shared, { action: 'reactor.fetch' as const, parentId, outcome: 'success' as const, status: 200 })
+  if (target) event.target = target
+  // A method outside the closed list (code may send any) leaves the destination out, as the proxy does.
+  if (httpMethods.includes(method as HttpMethod)) event.destination = { origin, method: method as HttpMethod }
+  return event
+}

@@ -6,7 +6,7 @@ import { AppError } from '../errors/index.js'
 import type { ExchangeAudit } from '../proxy/pipeline/index.js'
 import type { TokenView } from '../vault/token-service.js'
 import type { Destination } from '../egress/destination-url.js'
-import { mostRevealing, requestAudit, type EventFields, type RequestAudit } from './audit-context.js'
+import { fetchEvent, mostRevealing, requestAudit, type EventFields, type RequestAudit } from './audit-context.js'
 import type { AppContext } from './context.js'
 
 /**
@@ -80,6 +80,9 @@ export class ProxyCallAudit implements ExchangeAudit {
     if (transform) event.transform = transform
     await this.recorder.record([event])
   }
+
+  /** A transform's `fetch` is about to send: `reactor.fetch` (its own destination), fail-closed. */
+  readonly fetching = (origin: string, method: string): Promise<void> => this.recorder.record([fetchEvent(this.shared, this.target, this.id, origin, method)])
 
   /** A transform's bridge call was refused: `auth.denied` (`auth.failed` for an expired Application), noted. */
   readonly denied = (status: number): void => {

@@ -21,6 +21,8 @@ export interface InvocationContext {
   tokensCreated?: ((tokenIds: string[], views: TokenView[]) => Promise<void>) | undefined
   /** A bridge call was refused (401, 403): noted as `auth.denied`, whether or not the code catches it. */
   denied?: ((status: number) => void) | undefined
+  /** Awaited before `fetch` sends a byte (`reactor.fetch`, fail-closed): the code may hold plaintext. */
+  fetching?: ((origin: string, method: string) => Promise<void>) | undefined
 }
 
 /**
@@ -50,8 +52,9 @@ export function reactorBridges(deps: {
   return {
     tokenize: (ctx, value) => refusalsNoted(ctx as InvocationContext, (acting) => tokenizeValue(deps, acting, value, deps.present, undefined, (ctx as InvocationContext).tokensCreated)),
     detokenize: (ctx, value) => refusalsNoted(ctx as InvocationContext, (acting) => detokenizeValue(deps.tokens, acting, value, deps.config.expressions.maxTokens, 'token:use', (ctx as InvocationContext).tokenRead)),
-    async fetch(_ctx, req) {
+    async fetch(ctx, req) {
       const destination = buildDestination(req.url, '', '', deps.config.proxy)
+      await (ctx as InvocationContext).fetching?.(destination.origin, req.method)
       const res = await deps.forwarder.forward({
         method: req.method,
         destination,

@@ -165,7 +165,7 @@ function failClosed(context: InvocationContext): { context: InvocationContext; r
     }
   }
   return {
-    context: { actor: context.actor, tokenRead: guard(context.tokenRead), tokensCreated: guard(context.tokensCreated), denied: context.denied },
+    context: { actor: context.actor, tokenRead: guard(context.tokenRead), tokensCreated: guard(context.tokensCreated), denied: context.denied, fetching: guard(context.fetching) },
     rethrow() {
       if (failure) throw failure.err
     },

@@ -113,7 +113,7 @@ export function reactorsService(deps: {
       const { reactor, actor } = cached
       const detokenized = await detokenizeValue(deps.tokens, caller, args, deps.config.expressions.maxTokens, 'token:use', audit?.invoking)
       const code = { tenantId: reactor.tenant_id, reactorId: reactor.id, version: reactor.version, code: reactor.code, configuration: reactor.configuration }
-      const outcome = await host.invoke(code, detokenized, { actor, tokenRead: audit?.tokenRead, tokensCreated: audit?.tokensCreated, denied: audit?.denied })
+      const outcome = await host.invoke(code, detokenized, { actor, tokenRead: audit?.tokenRead, tokensCreated: audit?.tokensCreated, denied: audit?.denied, fetching: audit?.fetching })
       return shape(outcome, actor, caller, audit)
     },
   }
@@ -131,4 +131,6 @@ export interface ReactorAudit {
   tokensCreated(tokenIds: string[], views: TokenView[]): Promise<void>
   /** A bridge call was refused (`auth.denied`, or `auth.failed` for an expired Application); noted, not awaited. */
   denied(status: number): void
+  /** Before `fetch` sends anything (`reactor.fetch`). */
+  fetching(origin: string, method: string): Promise<void>
 }

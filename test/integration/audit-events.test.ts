@@ -184,6 +184,23 @@ t.test('Reactor: reactor.invoke with the args\' tokens, reactor.token_read for t
   noSecret(t, [invoke!, result!])
 })
 
+t.test('a fetch from Reactor or transform code: reactor.fetch with the destination, recorded before it sends', async (t) => {
+  const actor = await app.request('POST', '/applications', { body: { name: 'fetcher', type: 'private', permissions: ['token:use'] } })
+  const send = `await fetch(${JSON.stringify(stub.origin + '/elsewhere?card=x')}, { method: 'PUT', body: 'hello' })`
+  const reactor = await app.request('POST', '/reactors', { body: { name: 'fetches', code: `module.exports = async () => { ${send}; return { raw: 1 } }`, application: { id: actor.body.id } } })
+  const proxy = await app.request('POST', '/proxies', { body: { name: 'fetches', destination_url: stub.origin, request_transform: { code: `module.exports = async (req) => { ${send}; return {} }` }, application: { id: actor.body.id } } })
+  secrets.push(proxy.body.key)
+  let since = await headSeq()
+  t.equal((await app.request('POST', `/reactors/${reactor.body.id}/react`, { key, body: { args: {} } })).status, 200)
+  const [invoke] = await entries('reactor.invoke', since)
+  t.match(await entries('reactor.fetch', since), [{ target_type: 'reactor', target_ids: [reactor.body.id], parent_id: invoke!.id, destination_origin: stub.origin, destination_method: 'PUT', actor_id: callerId }])
+  since = await headSeq()
+  const res = await rawRequest(app.url, { method: 'POST', path: '/proxy/x', body: '{}', headers: ['SVC-PROXY-KEY', proxy.body.key, 'SVC-API-KEY', key, 'Content-Type', 'application/json'] })
+  t.equal(res.status, 200, res.body.toString())
+  const [call] = await entries('proxy.call', since)
+  t.match(await entries('reactor.fetch', since), [{ target_type: 'proxy', target_ids: [proxy.body.id], parent_id: call!.id, destination_origin: stub.origin, destination_method: 'PUT' }])
+})
+
 t.test('a Reactor that fails: reactor.result holds the status the caller got', async (t) => {
   const reactor = await app.request('POST', '/reactors', { body: { name: 'fails', code: "module.exports = async (req) => { if (req.args.fail) throw new Error('no'); return { raw: 1 } }" } })
   t.equal(reactor.status, 201)

@@ -5,7 +5,7 @@ import { outcomeOf } from '../../audit/events.js'
 import { AppError } from '../../errors/index.js'
 import { isAnswerHeader, isAnswerStatus, isHeaderName, isHeaderValue } from '../../shapes/http-parts.js'
 import type { ReactResult, ReactorAudit, ReactorsService } from '../../reactors/service.js'
-import { auditEvent, tokenEvent } from '../audit-context.js'
+import { auditEvent, fetchEvent, requestAudit, tokenEvent } from '../audit-context.js'
 import type { AppContext } from '../context.js'
 import type { AppRouter } from '../context.js'
 import { jsonBody } from '../middleware/json-body.js'
@@ -57,7 +57,8 @@ export function reactorRoutes(router: AppRouter, reactors: ReactorsService, audi
  * stores (`req.svc.tokenize`, a `{tokenize}` answer) before it or the caller sees them; all
  * fail-closed, the later ones naming the invocation's entry as `parentId` (args without tokens
  * reveal nothing: their `reactor.invoke` is only noted). Status 200 there means "authorized,
- * running". Noted under the invocation too: a refused bridge call (`auth.denied`, or
+ * running". A `fetch` of the code is `reactor.fetch` (origin, method), recorded before it sends
+ * anything. Noted under the invocation too: a refused bridge call (`auth.denied`, or
  * `auth.failed` for an expired Application) and, when it ends, `reactor.result` with the
  * caller's status and the duration.
  */
@@ -80,6 +81,7 @@ function reactorAudit(ctx: AppContext, recorder: AuditRecorder, reactorId: strin
     },
     tokenRead: (tokenIds) => recorder.record([auditEvent(ctx, { action: 'reactor.token_read', target, tokenIds: [...tokenIds], parentId: id, outcome: 'success', status: 200 })]),
     tokensCreated: (tokenIds, views) => recorder.record([Object.assign(tokenEvent(ctx, 'token.create', tokenIds, 200, views), { parentId: id })]),
+    fetching: (origin, method) => recorder.record([fetchEvent(requestAudit(ctx), target, id, origin, method)]),
     denied: (status) => recorder.note([auditEvent(ctx, { action: status === 401 ? 'auth.failed' : 'auth.denied', target, parentId: id, outcome: 'denied', status })]),
   }
 }

@@ -56,6 +56,8 @@ export interface ExchangeAudit {
   tokensCreated(tokenIds: string[], views: TokenView[]): Promise<void>
   /** A transform's bridge call was refused (`auth.denied` / `auth.failed`); noted, not awaited. */
   denied(status: number): void
+  /** Before a transform's `fetch` sends anything (`reactor.fetch`). */
+  fetching(origin: string, method: string): Promise<void>
 }
 
 /** `signal` is made on first use: an AbortSignal with a listener costs the hot path dearly. */

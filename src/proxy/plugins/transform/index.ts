@@ -122,7 +122,7 @@ async function run(runner: CodeRunner, which: TransformKind, config: TransformCo
 
 async function invoke(runner: CodeRunner, which: TransformKind, config: TransformConfig, args: unknown, exchange: Exchange): Promise<ReactorOutcome> {
   try {
-    return await runner.invoke(config, args, { actor: exchange.actor, tokenRead: exchange.audit?.tokenRead, tokensCreated: exchange.audit?.tokensCreated, denied: exchange.audit?.denied })
+    return await runner.invoke(config, args, { actor: exchange.actor, tokenRead: exchange.audit?.tokenRead, tokensCreated: exchange.audit?.tokensCreated, denied: exchange.audit?.denied, fetching: exchange.audit?.fetching })
   } catch (err) {
     if (!(err instanceof AppError)) throw err
     // Headers (Retry-After of a shed call) and whether tenant code wrote the detail stay with the error.
