@@ -21,7 +21,9 @@ import type { AppContext } from './context.js'
  * nothing and gets no `proxy.*` entry; refusals are `auth.*` entries. A transform's bridge call
  * that reads tokens is a `reactor.token_read` entry (target: the proxy, parent: this call's
  * entry), recorded before the code gets the plaintext; one that stores tokens is a
- * `token.create` entry (parent: this call's entry), recorded before the code gets them; one refused is an `auth.denied` entry (parent: this call's entry).
+ * `token.create` entry, recorded before the code gets them; a `fetch` is a `reactor.fetch`
+ * entry, recorded before it sends; a refused one is an `auth.denied` entry, noted (all with
+ * this call's entry as parent).
  */
 export class ProxyCallAudit implements ExchangeAudit {
   private readonly id = randomUUID()

@@ -147,8 +147,8 @@ export function createCodeHost(deps: { store: Store; runtime: CodeRuntime; codeM
 /**
  * The bridge audit hooks of one invocation, remembering a failed write. The code sees the
  * failure as the bridge call's error and may catch it, but the invocation still ends in that
- * error (503): tokens it stored or a read it was refused must not end in an answer with no entry
- * behind it. Once one write failed, later bridge calls that would need one fail the same way.
+ * error (503): tokens it stored, a read or a fetch it was refused must not end in an answer
+ * with no entry behind it. Once one write failed, later bridge calls that need one fail too.
  */
 function failClosed(context: InvocationContext): { context: InvocationContext; rethrow(): void } {
   let failure: { err: unknown } | undefined
