@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
+import type { AuditAction, AuditEvent, TargetType } from '../audit/events.js'
 import { newApiKey, type ApiKeyHasher } from '../auth/api-keys.js'
 import { fullCeiling, permissionsFor } from '../auth/permissions.js'
 import { AppError } from '../errors/index.js'
@@ -10,6 +11,27 @@ export interface TenantWithKey {
   tenant: Tenant
   application: ApplicationRecord
   key: string
+}
+
+/** An event without the request's own fields (trace id, client IP, route): those are the caller's to add. */
+export type TenantCreationEvent = Omit<AuditEvent, 'traceId' | 'clientIp' | 'request'>
+
+/**
+ * What creating a tenant is in the audit log (the operator, `POST /tenants` or `tessera tenant
+ * create`, names no one): `tenant.create` and the `application.create` of its management
+ * Application, the first entries of the new tenant's chain. Recorded together before the key is
+ * shown, and never the key itself.
+ */
+export function tenantCreationEvents({ tenant, application }: TenantWithKey): TenantCreationEvent[] {
+  const event = (action: AuditAction, type: TargetType, id: string): TenantCreationEvent => ({
+    tenantId: tenant.id,
+    actor: { kind: 'operator', id: null },
+    action,
+    target: { type, ids: [id] },
+    outcome: 'success',
+    status: 201,
+  })
+  return [event('tenant.create', 'tenant', tenant.id), event('application.create', 'application', application.id)]
 }
 
 export function tenantsService(deps: { store: Store; hasher: ApiKeyHasher; settings: Pick<TenantSettingsCache, 'invalidate'> }) {

@@ -34,7 +34,8 @@ export function auditLogWithClock(app: TestApp, now: () => Date, settings: Parti
   return audit
 }
 
-export async function auditRows(app: TestApp, tenantId?: string): Promise<AuditRow[]> {
+/** Every entry (of one tenant) in chain order, on a test app or on services a test opened itself. */
+export async function auditRows(app: { services: Pick<TestApp['services'], 'store'> }, tenantId?: string): Promise<AuditRow[]> {
   const q = app.services.store.db.knex<AuditRow>('audit_events').orderBy([{ column: 'tenant_id' }, { column: 'seq' }])
   if (tenantId) void q.where({ tenant_id: tenantId })
   return q

@@ -260,14 +260,20 @@ t.test('management changes: Application, session, Reactor, proxy, tenant', async
   secrets.push(pub, session.json.session_key, session.json.nonce)
 })
 
-t.test('tenant create by the operator opens the new tenant\'s chain', async (t) => {
+t.test('tenant create by the operator opens the new tenant\'s chain, with its management Application', async (t) => {
   const operatorKey = 'op-'.repeat(12)
   const op = await startProxyApp(t, { SVC_OPERATOR_KEY: operatorKey })
   const res = await op.request('POST', '/tenants', { key: operatorKey, body: { name: 'acme' } })
   t.equal(res.status, 201)
   await op.services.audit.flush()
   const rows = await auditRows(op, res.body.tenant.id)
-  t.match(rows, [{ action: 'tenant.create', actor_kind: 'operator', actor_id: null, target_ids: [res.body.tenant.id], status: 201 }])
+  const operator = { actor_kind: 'operator', actor_id: null, status: 201, request_route: '/tenants' }
+  t.match(rows, [
+    { ...operator, action: 'tenant.create', target_type: 'tenant', target_ids: [res.body.tenant.id] },
+    { ...operator, action: 'application.create', target_type: 'application', target_ids: [res.body.application.id] },
+  ])
+  t.same(rows.map((r) => Number(r.seq)), [1, 2], 'the first two entries of the chain')
+  t.equal(rows[0]!.occurred_at.getTime(), rows[1]!.occurred_at.getTime(), 'one record call (one time)')
   t.notOk(JSON.stringify(rows).includes(res.body.application.key), 'not the new key')
   t.notOk(JSON.stringify(rows).includes(operatorKey), 'not the operator key')
 })

@@ -9,6 +9,7 @@ import { resolveSecrets } from '../../src/config/secrets.js'
 import { createLogger } from '../../src/logger.js'
 import { presentToken } from '../../src/http/presenters/tokens.js'
 import { openServices } from '../../src/services.js'
+import { auditRows } from '../helpers/audit.js'
 import { cli, masterKey } from '../helpers/cli.js'
 import { card } from '../helpers/tokens.js'
 
@@ -72,6 +73,38 @@ t.test('tenant create prints a management key a server accepts', async (t) => {
   t.same([dup.code, dup.err], [1, 'tessera: a tenant named "acme" exists'])
   const bad = await cli(env, 'tenant', 'create', 'x'.repeat(201))
   t.equal(bad.code, 2)
+})
+
+t.test('tenant create records tenant.create and its Application\'s application.create before it prints the key', async (t) => {
+  const env = { ...(await storage(t)), SVC_MASTER_KEY: masterKey('k1') }
+  const res = await cli(env, 'tenant', 'create', 'acme', '--json')
+  t.equal(res.code, 0, res.err)
+  const created = JSON.parse(res.out)
+  const services = await serverOn(t, env)
+  const rows = await auditRows({ services }, created.tenant.id)
+  const operator = { actor_kind: 'operator', actor_id: null, outcome: 'success', status: 201, request_route: null, client_ip: null }
+  t.match(rows, [
+    { ...operator, action: 'tenant.create', target_type: 'tenant', target_ids: [created.tenant.id] },
+    { ...operator, action: 'application.create', target_type: 'application', target_ids: [created.application.id] },
+  ])
+  t.same(rows.map((r) => Number(r.seq)), [1, 2], 'the first entries of the new tenant\'s chain')
+  t.notOk(JSON.stringify(rows).includes(created.key), 'not the new key')
+  t.ok((await services.audit.verify({ tenantId: created.tenant.id })).ok, 'sealed as the servers seal')
+})
+
+t.test('tenant create whose entries cannot be written fails and never prints the key', async (t) => {
+  const env = { ...(await storage(t)), SVC_MASTER_KEY: masterKey('k1') }
+  const auditTable = async (from: string, to: string) => {
+    const services = await serverOn(t, env)
+    await services.store.db.knex.raw(`alter table ${from} rename to ${to}`)
+    await services.close()
+  }
+  await auditTable('audit_events', 'audit_events_away')
+  const res = await cli(env, 'tenant', 'create', 'acme', '--json')
+  await auditTable('audit_events_away', 'audit_events')
+  t.same([res.code, res.out], [1, ''], 'exit 1, nothing on stdout')
+  t.match(res.err, /^tessera: tenant "acme" \([0-9a-f-]{36}\) was created, but the audit log could not record it/m)
+  t.notMatch(res.err, /tsr_/, 'no key on stderr either')
 })
 
 /** A server on `env` stores `count` card tokens in a new tenant, then stops (so the CLI may open the data dir). */

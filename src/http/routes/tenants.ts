@@ -2,8 +2,8 @@ import { timingSafeEqual } from 'node:crypto'
 import type { Middleware } from 'koa'
 import type { AuditRecorder } from '../../audit/audit-log.js'
 import { AppError } from '../../errors/index.js'
-import type { TenantsService } from '../../tenants/service.js'
-import { changeEvent } from '../audit-context.js'
+import { tenantCreationEvents, type TenantsService } from '../../tenants/service.js'
+import { auditEvent, changeEvent } from '../audit-context.js'
 import type { AppRouter, AppState } from '../context.js'
 import { currentPrincipal, requirePermission } from '../middleware/authenticate.js'
 import { presentApplication } from '../presenters/applications.js'
@@ -18,11 +18,11 @@ const parseUpdate = validator(UpdateTenantBody)
 /** `POST /tenants`, authorized by the operator key rather than an Application key. */
 export function operatorRoutes(router: AppRouter, service: TenantsService, audit: AuditRecorder, operatorKey: string | undefined, body: BodyParsers): void {
   router.post('/tenants', requireOperator(operatorKey), body.json, async (ctx) => {
-    const { tenant, application, key } = await service.createTenant(parseCreate(ctx.state.body).name)
-    // The operator key names no one: the entry opens the new tenant's own chain.
-    await audit.record([{ ...changeEvent(ctx, 'tenant.create', 'tenant', tenant.id, 201), tenantId: tenant.id, actor: { kind: 'operator', id: null } }])
+    const created = await service.createTenant(parseCreate(ctx.state.body).name)
+    // The events' tenant and actor (the operator) win over the request's: they open the new tenant's chain.
+    await audit.record(tenantCreationEvents(created).map((event) => auditEvent(ctx, event)))
     ctx.status = 201
-    ctx.body = { tenant: presentTenant(tenant), application: presentApplication(application, key) }
+    ctx.body = { tenant: presentTenant(created.tenant), application: presentApplication(created.application, created.key) }
   })
 }
 
