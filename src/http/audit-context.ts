@@ -79,7 +79,7 @@ export function changeEvent(ctx: ParameterizedContext<AppState>, action: AuditAc
 export function fetchEvent(shared: RequestAudit, target: AuditEvent['target'], parentId: string, origin: string, method: string): AuditEvent {
   const event: AuditEvent = Object.assign({}, shared, { action: 'reactor.fetch' as const, parentId, outcome: 'success' as const, status: 200 })
   if (target) event.target = target
-  // A method outside the closed list (code may send any) leaves the destination out, as the proxy does.
+  // The bridge refuses a method outside the closed list (see reactors/bridges.ts); were one to come, the destination is left out.
   if (httpMethods.includes(method as HttpMethod)) event.destination = { origin, method: method as HttpMethod }
   return event
 }

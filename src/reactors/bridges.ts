@@ -2,6 +2,7 @@ import { actingApplication } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import type { Clock } from '../clock.js'
 import type { Config } from '../config/index.js'
+import { httpMethods, type HttpMethod } from '../audit/events.js'
 import { AppError } from '../errors/index.js'
 import { readBounded } from '../egress/body.js'
 import { buildDestination } from '../egress/destination-url.js'
@@ -23,6 +24,11 @@ export interface InvocationContext {
   denied?: ((status: number) => void) | undefined
   /** Awaited before `fetch` sends a byte (`reactor.fetch`, fail-closed): the code may hold plaintext. */
   fetching?: ((origin: string, method: string) => Promise<void>) | undefined
+  /**
+   * Told of each `tokenize` call as it starts: the invocation's answer waits for it, so tokens
+   * code stored without awaiting them cannot end in a clean answer with no entry behind them.
+   */
+  changing?: ((call: Promise<unknown>) => void) | undefined
 }
 
 /**
@@ -50,9 +56,17 @@ export function reactorBridges(deps: {
     }
   }
   return {
-    tokenize: (ctx, value) => refusalsNoted(ctx as InvocationContext, (acting) => tokenizeValue(deps, acting, value, deps.present, undefined, (ctx as InvocationContext).tokensCreated)),
+    tokenize(ctx, value) {
+      const invocation = ctx as InvocationContext
+      const call = refusalsNoted(invocation, (acting) => tokenizeValue(deps, acting, value, deps.present, undefined, invocation.tokensCreated))
+      invocation.changing?.(call)
+      return call
+    },
     detokenize: (ctx, value) => refusalsNoted(ctx as InvocationContext, (acting) => detokenizeValue(deps.tokens, acting, value, deps.config.expressions.maxTokens, 'token:use', (ctx as InvocationContext).tokenRead)),
     async fetch(ctx, req) {
+      // Only methods an audit entry can name: with another one its `reactor.fetch` would have to
+      // leave the destination out, and code could send data where the log cannot say.
+      if (!httpMethods.includes(req.method as HttpMethod)) throw new AppError('bad_request', { detail: `fetch method must be one of ${httpMethods.join(', ')}.` })
       const destination = buildDestination(req.url, '', '', deps.config.proxy)
       await (ctx as InvocationContext).fetching?.(destination.origin, req.method)
       const res = await deps.forwarder.forward({

@@ -130,14 +130,15 @@ export function createCodeHost(deps: { store: Store; runtime: CodeRuntime; codeM
     // Not `{ ...code, args, context }`: a spread followed by more properties is slow on Node 20.
     async invoke(code, args, context) {
       const audit = failClosed(context)
+      let outcome: ReactorOutcome
       try {
-        const outcome = await runtime.invoke({ tenantId: code.tenantId, reactorId: code.reactorId, version: code.version, code: code.code, configuration: code.configuration, args, context: audit.context })
-        audit.rethrow()
-        return outcome
+        outcome = await runtime.invoke({ tenantId: code.tenantId, reactorId: code.reactorId, version: code.version, code: code.code, configuration: code.configuration, args, context: audit.context })
       } catch (err) {
-        audit.rethrow()
+        await audit.settled()
         throw err
       }
+      await audit.settled()
+      return outcome
     },
 
     retire: (id) => runtime.retire(id),
@@ -150,8 +151,12 @@ export function createCodeHost(deps: { store: Store; runtime: CodeRuntime; codeM
  * error (503): tokens it stored, a read or a fetch it was refused must not end in an answer
  * with no entry behind it. Once one write failed, later bridge calls that need one fail too.
  */
-function failClosed(context: InvocationContext): { context: InvocationContext; rethrow(): void } {
+function failClosed(context: InvocationContext): { context: InvocationContext; settled(): Promise<void> } {
   let failure: { err: unknown } | undefined
+  // Tokenize calls still running when the code answered (it need not await them): their insert
+  // and entry end before the invocation does, and a failed entry fails it as one awaited would.
+  const changes: Promise<unknown>[] = []
+  const changing = (call: Promise<unknown>): void => void changes.push(call.catch(() => undefined))
   function guard<A extends unknown[]>(hook: ((...args: A) => Promise<void>) | undefined): ((...args: A) => Promise<void>) | undefined {
     if (hook === undefined) return undefined
     return async (...args) => {
@@ -165,8 +170,10 @@ function failClosed(context: InvocationContext): { context: InvocationContext; r
     }
   }
   return {
-    context: { actor: context.actor, tokenRead: guard(context.tokenRead), tokensCreated: guard(context.tokensCreated), denied: context.denied, fetching: guard(context.fetching) },
-    rethrow() {
+    context: { actor: context.actor, tokenRead: guard(context.tokenRead), tokensCreated: guard(context.tokensCreated), denied: context.denied, fetching: guard(context.fetching), changing },
+    // No bridge call of an invocation starts once it ended (the runtime refuses them), so none is missed.
+    async settled() {
+      if (changes.length > 0) await Promise.all(changes)
       if (failure) throw failure.err
     },
   }

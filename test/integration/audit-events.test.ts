@@ -201,6 +201,26 @@ t.test('a fetch from Reactor or transform code: reactor.fetch with the destinati
   t.match(await entries('reactor.fetch', since), [{ target_type: 'proxy', target_ids: [proxy.body.id], parent_id: call!.id, destination_origin: stub.origin, destination_method: 'PUT' }])
 })
 
+t.test('a fetch with a method an entry cannot name is refused: code cannot send data where the log cannot say', async (t) => {
+  const actor = await app.request('POST', '/applications', { body: { name: 'odd fetcher', type: 'private', permissions: ['token:use'] } })
+  const seenBefore = stub.seen.length
+  const code = `module.exports = async () => {
+    const out = []
+    for (const method of ['PURGE', 'PROPFIND', 'CONNECT', 'get']) {
+      try { out.push(method + ':' + (await fetch(${JSON.stringify(stub.origin + '/odd')}, { method, body: 'hello' })).status) } catch (e) { out.push(method + ':' + e.message) }
+    }
+    return { raw: out }
+  }`
+  const reactor = await app.request('POST', '/reactors', { body: { name: 'odd methods', code, application: { id: actor.body.id } } })
+  const since = await headSeq()
+  const res = await app.request('POST', `/reactors/${reactor.body.id}/react`, { key, body: { args: {} } })
+  t.equal(res.status, 200, res.text)
+  const refused = /fetch method must be one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS/
+  t.match(res.body.raw, [refused, refused, refused, /^get:200$/], 'other methods throw inside the code; a lower-case one is its upper-case name')
+  t.same(stub.seen.slice(seenBefore).map((s) => s.method), ['GET'], 'nothing else was sent')
+  t.match(await entries('reactor.fetch', since), [{ destination_origin: stub.origin, destination_method: 'GET' }], 'the one fetch sent names where it went')
+})
+
 t.test('a Reactor that fails: reactor.result holds the status the caller got', async (t) => {
   const reactor = await app.request('POST', '/reactors', { body: { name: 'fails', code: "module.exports = async (req) => { if (req.args.fail) throw new Error('no'); return { raw: 1 } }" } })
   t.equal(reactor.status, 201)

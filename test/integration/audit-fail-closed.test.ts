@@ -224,6 +224,34 @@ t.test('tokens stored by a Reactor or a transform whose entry cannot be written:
   t.same(stub.seen.map((s) => s.url), ['/pause', '/pause'], 'the destination saw only the transform\'s own fetch, never the request')
 })
 
+t.test('tokens a Reactor or a transform stores without awaiting them, answering at once: 503 all the same when their entry cannot be written', async (t) => {
+  const actor = await app.request('POST', '/applications', { body: { name: 'unawaited storer', type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:use'] }] } })
+  const caller = (await app.request('POST', '/applications', { body: { name: 'unawaited caller', type: 'private', permissions: ['token:use'] } })).body.key as string
+  const { stub, back } = await pausingStub(t)
+  // The answer is on its way before the insert, let alone its entry, has ended.
+  const storing = (id: string) => `await fetch(${JSON.stringify(stub.origin + '/pause')}, { method: 'POST', body: 'x' })
+    req.svc.tokenize({ id: '${id}', type: 'token', data: 'unrecorded' }).catch(() => undefined)`
+  const reactor = await app.request('POST', '/reactors', { body: { name: 'unawaited', code: `module.exports = async (req) => { ${storing('unawaited-by-reactor')}; return { raw: 'ok' } }`, application: { id: actor.body.id } } })
+  const proxy = await app.request('POST', '/proxies', {
+    body: { name: 'unawaited', destination_url: stub.origin, request_transform: { code: `module.exports = async (req) => { ${storing('unawaited-by-transform')}; return {} }` }, application: { id: actor.body.id } },
+  })
+  t.equal(reactor.status, 201)
+  t.equal(proxy.status, 201)
+  await app.services.audit.flush()
+
+  const react = await app.request('POST', `/reactors/${reactor.body.id}/react`, { key: caller, body: { args: {} } })
+  await back()
+  t.equal(react.status, 503, react.text)
+  t.match(react.body, { type: '/problems/unavailable' })
+
+  await app.services.audit.flush()
+  const proxied = await rawRequest(app.url, { method: 'POST', path: '/proxy/x', body: '{}', headers: ['SVC-PROXY-KEY', proxy.body.key, 'SVC-API-KEY', caller, 'Content-Type', 'application/json'] })
+  await back()
+  t.equal(proxied.status, 503, proxied.body.toString())
+  t.same(stub.seen.map((s) => s.url), ['/pause', '/pause'], 'the destination never saw the request')
+  t.equal(Number((await knex('tokens').whereIn('id', ['unawaited-by-reactor', 'unawaited-by-transform']).count({ n: '*' }).first())!.n), 2, 'the tokens were stored (the change stands, as on every path)')
+})
+
 t.test('a change that stands after its entry failed keeps its idempotency key: a retry does not make it twice', async (t) => {
   const key = (await app.request('POST', '/applications', { body: { name: 'once', type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read'] }] } })).body.key as string
   const count = async (table: string) => Number((await knex(table).count({ n: '*' }).first())!.n)
