@@ -94,8 +94,8 @@ async function verifyTenant(reader: ChainReader, tenantId: string, ctx: Context)
   const report: TenantChainReport = { tenantId, ok: true, entries: 0, firstSeq: null, lastSeq: null, checkpoints: checkpoints.length, anchorSeq: null }
   const breaks: ChainBreak[] = checkpoints.flatMap((cp) => checkpointProblem(cp, ctx.keyring) ?? [])
 
-  // From the lowest seq there is: a row inserted below 1 must be found too, not skipped.
-  let batch = await reader.entries(tenantId, Number.MIN_SAFE_INTEGER, ctx.chunk)
+  // From the lowest seq there is, with no bound: a row inserted below 1 (even below -2^53) must be found too.
+  let batch = await reader.entries(tenantId, null, ctx.chunk)
   const start = startOfChain(batch[0], head, checkpoints, ctx.oldestAnchor)
   if ('break' in start) breaks.push(start.break)
   else {

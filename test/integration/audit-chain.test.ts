@@ -108,12 +108,12 @@ t.test('the four ways of breaking the chain are each found at the first broken l
     t.match(await firstBreak(tenant), { seq: 4, reason: 'unexpected' })
   })
 
-  t.test('inserted before the start (seq 0 or below)', async (t) => {
-    for (const seq of [0, -5]) {
+  t.test('inserted before the start (seq 0 or below, even below -2^53)', async (t) => {
+    for (const seq of ['0', '-5', '-9007199254740993']) {
       const tenant = await chainWith(3)
       const [copy] = await auditRows(app, tenant)
       await tamper(app, (k) => k('audit_events').insert({ ...copy, seq, id: randomUUID(), target_ids: JSON.stringify(copy!.target_ids), token_ids: '[]', hash: randomBytes(32).toString('hex') }))
-      t.match(await firstBreak(tenant), { seq, reason: 'unexpected' }, `seq ${seq}`)
+      t.match(await firstBreak(tenant), { seq: Number(seq), reason: 'unexpected' }, `seq ${seq}`)
     }
   })
 

@@ -270,7 +270,8 @@ export interface ChainReader {
   head(tenantId: string): Promise<ChainHead | undefined>
   checkpoints(tenantId: string): Promise<CheckpointRow[]>
   /** Entries with seq > afterSeq, ascending, at most `limit`. */
-  entries(tenantId: string, afterSeq: number, limit: number): Promise<ChainEntry[]>
+  /** `afterSeq` null: from the lowest seq stored, however low (a forged row below -2^53 included). */
+  entries(tenantId: string, afterSeq: number | null, limit: number): Promise<ChainEntry[]>
 }
 
 /** An entry as the verifier reads it. */
@@ -296,10 +297,11 @@ function chainReader(trx: Knex.Transaction): ChainReader {
     },
     async entries(tenantId, afterSeq, limit) {
       // Times are read into a Date, which holds milliseconds: a change below one would not show in the hash.
-      const rows = await trx<AuditRow>('audit_events')
+      const query = trx<AuditRow>('audit_events')
         .select('*', trx.raw("date_trunc('milliseconds', occurred_at) <> occurred_at as sub_ms"))
         .where({ tenant_id: tenantId })
-        .where('seq', '>', afterSeq)
+      if (afterSeq !== null) void query.where('seq', '>', afterSeq)
+      const rows = await query
         .orderBy('seq')
         .limit(limit)
       return rows.map((r) => parseRow(r as ChainEntry))
