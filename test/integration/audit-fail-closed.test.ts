@@ -41,6 +41,32 @@ async function pausingStub(t: Test): Promise<{ stub: Awaited<ReturnType<typeof s
   return { stub, back }
 }
 
+/**
+ * The same storing code run by a Reactor and by a pre-configured proxy's request transform, both
+ * acting as one Application that may create tokens; `storing` gets the statement that takes the
+ * audit table away (a fetch to the pausing stub) and defines `id`. Each is called once.
+ */
+async function storeMidCall(t: Test, name: string, storing: (pause: string, by: 'reactor' | 'transform') => string) {
+  const actor = await app.request('POST', '/applications', { body: { name: `${name} storer`, type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:use'] }] } })
+  const caller = (await app.request('POST', '/applications', { body: { name: `${name} caller`, type: 'private', permissions: ['token:use'] } })).body.key as string
+  const { stub, back } = await pausingStub(t)
+  const pause = `await fetch(${JSON.stringify(stub.origin + '/pause')}, { method: 'POST', body: 'x' })`
+  const reactor = await app.request('POST', '/reactors', { body: { name, code: `module.exports = async (req) => { ${storing(pause, 'reactor')}; return { raw: id } }`, application: { id: actor.body.id } } })
+  const proxy = await app.request('POST', '/proxies', {
+    body: { name, destination_url: stub.origin, request_transform: { code: `module.exports = async (req) => { ${storing(pause, 'transform')}; return { body: { id } } }` }, application: { id: actor.body.id } },
+  })
+  t.equal(reactor.status, 201)
+  t.equal(proxy.status, 201)
+  await app.services.audit.flush()
+
+  const react = await app.request('POST', `/reactors/${reactor.body.id}/react`, { key: caller, body: { args: {} } })
+  await back()
+  await app.services.audit.flush()
+  const proxied = await rawRequest(app.url, { method: 'POST', path: '/proxy/x', body: '{}', headers: ['SVC-PROXY-KEY', proxy.body.key, 'SVC-API-KEY', caller, 'Content-Type', 'application/json'] })
+  await back()
+  return { react, proxied, stub }
+}
+
 t.test('a write the database refuses: 503 unavailable, /readyz degraded (still in rotation), and back once it recovers', async (t) => {
   const tenant = randomUUID()
   await knex.raw('alter table audit_events rename to audit_events_away')
@@ -196,57 +222,24 @@ t.test('a Reactor bridge read whose entry cannot be written: the running code ge
 })
 
 t.test('tokens stored by a Reactor or a transform whose entry cannot be written: 503 though the code caught the error, nothing forwarded', async (t) => {
-  const actor = await app.request('POST', '/applications', { body: { name: 'catching storer', type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:use'] }] } })
-  const caller = (await app.request('POST', '/applications', { body: { name: 'catching caller', type: 'private', permissions: ['token:use'] } })).body.key as string
-  const { stub, back } = await pausingStub(t)
   // Takes the audit table away, then stores a token and swallows whatever the bridge throws.
-  const storing = `await fetch(${JSON.stringify(stub.origin + '/pause')}, { method: 'POST', body: 'x' })
+  const { react, proxied, stub } = await storeMidCall(t, 'catches', (pause) => `${pause}
     let id
-    try { id = (await req.svc.tokenize({ type: 'token', data: 'unrecorded' })).id } catch (e) { id = 'refused' }`
-  const reactor = await app.request('POST', '/reactors', { body: { name: 'catches', code: `module.exports = async (req) => { ${storing}; return { raw: id } }`, application: { id: actor.body.id } } })
-  const proxy = await app.request('POST', '/proxies', {
-    body: { name: 'catches', destination_url: stub.origin, request_transform: { code: `module.exports = async (req) => { ${storing}; return { body: { id } } }` }, application: { id: actor.body.id } },
-  })
-  t.equal(reactor.status, 201)
-  t.equal(proxy.status, 201)
-  await app.services.audit.flush()
-
-  const react = await app.request('POST', `/reactors/${reactor.body.id}/react`, { key: caller, body: { args: {} } })
-  await back()
+    try { id = (await req.svc.tokenize({ type: 'token', data: 'unrecorded' })).id } catch (e) { id = 'refused' }`)
   t.equal(react.status, 503, react.text)
   t.match(react.body, { type: '/problems/unavailable' })
-
-  await app.services.audit.flush()
-  const proxied = await rawRequest(app.url, { method: 'POST', path: '/proxy/x', body: '{}', headers: ['SVC-PROXY-KEY', proxy.body.key, 'SVC-API-KEY', caller, 'Content-Type', 'application/json'] })
-  await back()
   t.equal(proxied.status, 503, proxied.body.toString())
   t.match(proxied.body.toString(), /unavailable/)
   t.same(stub.seen.map((s) => s.url), ['/pause', '/pause'], 'the destination saw only the transform\'s own fetch, never the request')
 })
 
 t.test('tokens a Reactor or a transform stores without awaiting them, answering at once: 503 all the same when their entry cannot be written', async (t) => {
-  const actor = await app.request('POST', '/applications', { body: { name: 'unawaited storer', type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:use'] }] } })
-  const caller = (await app.request('POST', '/applications', { body: { name: 'unawaited caller', type: 'private', permissions: ['token:use'] } })).body.key as string
-  const { stub, back } = await pausingStub(t)
   // The answer is on its way before the insert, let alone its entry, has ended.
-  const storing = (id: string) => `await fetch(${JSON.stringify(stub.origin + '/pause')}, { method: 'POST', body: 'x' })
-    req.svc.tokenize({ id: '${id}', type: 'token', data: 'unrecorded' }).catch(() => undefined)`
-  const reactor = await app.request('POST', '/reactors', { body: { name: 'unawaited', code: `module.exports = async (req) => { ${storing('unawaited-by-reactor')}; return { raw: 'ok' } }`, application: { id: actor.body.id } } })
-  const proxy = await app.request('POST', '/proxies', {
-    body: { name: 'unawaited', destination_url: stub.origin, request_transform: { code: `module.exports = async (req) => { ${storing('unawaited-by-transform')}; return {} }` }, application: { id: actor.body.id } },
-  })
-  t.equal(reactor.status, 201)
-  t.equal(proxy.status, 201)
-  await app.services.audit.flush()
-
-  const react = await app.request('POST', `/reactors/${reactor.body.id}/react`, { key: caller, body: { args: {} } })
-  await back()
+  const { react, proxied, stub } = await storeMidCall(t, 'unawaited', (pause, by) => `${pause}
+    const id = 'unawaited-by-${by}'
+    req.svc.tokenize({ id, type: 'token', data: 'unrecorded' }).catch(() => undefined)`)
   t.equal(react.status, 503, react.text)
   t.match(react.body, { type: '/problems/unavailable' })
-
-  await app.services.audit.flush()
-  const proxied = await rawRequest(app.url, { method: 'POST', path: '/proxy/x', body: '{}', headers: ['SVC-PROXY-KEY', proxy.body.key, 'SVC-API-KEY', caller, 'Content-Type', 'application/json'] })
-  await back()
   t.equal(proxied.status, 503, proxied.body.toString())
   t.same(stub.seen.map((s) => s.url), ['/pause', '/pause'], 'the destination never saw the request')
   t.equal(Number((await knex('tokens').whereIn('id', ['unawaited-by-reactor', 'unawaited-by-transform']).count({ n: '*' }).first())!.n), 2, 'the tokens were stored (the change stands, as on every path)')
