@@ -7,6 +7,7 @@ import * as authorization from './20261124000000_authorization.js'
 import * as idempotency from './20261125000000_idempotency.js'
 import * as audit from './20261125000000_audit.js'
 import * as applicationKeys from './20261126000000_application_keys.js'
+import * as auditTimes from './20261129000000_audit_times.js'
 
 interface Migration {
   up(knex: Knex): Promise<void>
@@ -23,6 +24,7 @@ const migrations: Record<string, Migration> = {
   '20261125000000_idempotency': idempotency,
   '20261125000000_audit': audit,
   '20261126000000_application_keys': applicationKeys,
+  '20261129000000_audit_times': auditTimes,
 }
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -2,6 +2,7 @@ import type { AuditRepository, AuditRow, ChainEntry, ChainHead, ChainReader, Che
 import type { AuditKeyring } from './audit-keys.js'
 import { chainHash, checkpointSignatureValid, GENESIS_HASH, sameHex } from './chain.js'
 import { DAY_MS } from './maintenance.js'
+import { isInstant } from '../shapes/date-time.js'
 
 export type BreakReason =
   /** The entry does not hash to its stored hash after its predecessor: changed, moved or inserted. */
@@ -130,7 +131,7 @@ async function verifyTenant(reader: ChainReader, tenantId: string, ctx: Context)
 function checkpointProblem(cp: CheckpointRow, keyring: AuditKeyring): ChainBreak | undefined {
   const key = keyring.byId(cp.key_id)
   if (!key) return { seq: cp.seq, reason: 'unknown_key', detail: `checkpoint ${cp.seq} was signed with key ${cp.key_id}, which no configured audit secret yields` }
-  if (!checkpointSignatureValid(key, cp)) return { seq: cp.seq, reason: 'checkpoint_invalid', detail: `checkpoint ${cp.seq} does not match its signature` }
+  if (!isInstant(cp.created_at) || !checkpointSignatureValid(key, cp)) return { seq: cp.seq, reason: 'checkpoint_invalid', detail: `checkpoint ${cp.seq} does not match its signature` }
   return undefined
 }
 
@@ -161,7 +162,7 @@ function entryProblem(row: ChainEntry, link: { seq: number; hash: string }, head
   const key = keyring.byId(row.key_id)
   if (!key) return { ...at, reason: 'unknown_key', detail: `entry ${row.seq} was sealed with key ${row.key_id}, which no configured audit secret yields` }
   const { hash, sub_ms: subMs, ...content } = row
-  if (subMs || !sameHex(chainHash(key, link.hash, content), hash)) return { ...at, reason: 'altered', detail: `entry ${row.seq} does not match its hash: it was changed, moved or inserted` }
+  if (subMs || !isInstant(row.occurred_at) || !sameHex(chainHash(key, link.hash, content), hash)) return { ...at, reason: 'altered', detail: `entry ${row.seq} does not match its hash: it was changed, moved or inserted` }
   if (checkpoint && checkpoint.hash !== row.hash) return { ...at, reason: 'checkpoint_mismatch', detail: `checkpoint ${row.seq} names a different hash than entry ${row.seq}` }
   return undefined
 }

@@ -19,3 +19,10 @@ export function isStorableInstant(time: number): boolean {
   const year = new Date(time).getUTCFullYear()
   return year >= 1 && year <= 9999
 }
+
+/**
+ * A value read from a timestamp column that holds a time: `infinity` comes back from both
+ * drivers as a number, a year no Date can hold (past 275760; from PGlite, before year 1) as an
+ * invalid Date.
+ */
+export const isInstant = (at: unknown): at is Date => at instanceof Date && !Number.isNaN(at.getTime())

@@ -248,3 +248,53 @@ t.test('events of one request share a batch; tenants have separate chains', asyn
   t.same((await auditRows(app, other)).map((r) => r.seq), [1, 2])
   for (const id of [tenant, other]) t.ok((await app.services.audit.verify({ tenantId: id })).ok, 'chain intact')
 })
+
+t.test('a time no Date can hold: refused by the table; with the check dropped by its owner, found by verify and still listed', async (t) => {
+  const knex = app.services.store.db.knex
+  const times = ['infinity', '280000-01-01T00:00:00Z', '2000-01-01 BC']
+  const tenants = [await chainWith(3), await chainWith(3), await chainWith(3)]
+  for (const [i, at] of times.entries()) {
+    await t.rejects(tamper(app, (k) => k.raw('update audit_events set occurred_at = ? where tenant_id = ? and seq = 2', [at, tenants[i]!])), /audit_events_occurred_at_range/, `${at} refused`)
+  }
+  const checkpointed = auditLogWithClock(app, () => new Date(), { checkpointEvery: 2 })
+  t.teardown(() => checkpointed.close())
+  const withCheckpoint = await chainWith(3, checkpointed)
+  await t.rejects(tamper(app, (k) => k.raw("update audit_checkpoints set created_at = 'infinity' where tenant_id = ?", [withCheckpoint])), /audit_checkpoints_created_at_range/)
+
+  const tenant = await defaultTenant(app)
+  const head = Number((await knex('audit_chain_heads').where({ tenant_id: tenant }).first()).seq)
+  const [copy] = await auditRows(app, tenant)
+  const forged = (seq: number, at: string) => ({ ...copy, seq, id: randomUUID(), occurred_at: at, target_ids: JSON.stringify(copy!.target_ids), token_ids: '[]', hash: randomBytes(32).toString('hex') })
+  await knex.raw('alter table audit_events drop constraint audit_events_occurred_at_range')
+  await knex.raw('alter table audit_checkpoints drop constraint audit_checkpoints_created_at_range')
+  t.teardown(async () => {
+    await knex('audit_events').where({ tenant_id: tenant }).where('seq', '>', head).delete()
+    await knex.raw("alter table audit_events add constraint audit_events_occurred_at_range check (occurred_at >= '0001-01-01T00:00:00Z' and occurred_at < '10000-01-01T00:00:00Z') not valid")
+    await knex.raw("alter table audit_checkpoints add constraint audit_checkpoints_created_at_range check (created_at >= '0001-01-01T00:00:00Z' and created_at < '10000-01-01T00:00:00Z') not valid")
+  })
+  for (const [i, at] of times.entries()) {
+    await tamper(app, (k) => k.raw('update audit_events set occurred_at = ? where tenant_id = ? and seq = 2', [at, tenants[i]!]))
+  }
+  await tamper(app, (k) => k.raw("update audit_checkpoints set created_at = 'infinity' where tenant_id = ?", [withCheckpoint]))
+
+  // One verification of every tenant: each forged time is its tenant's break, none stops the rest.
+  const result = await app.services.audit.verify()
+  t.notOk(result.ok)
+  for (const [i, at] of times.entries()) t.match(result.tenants.find((r) => r.tenantId === tenants[i]), { ok: false, break: { seq: 2, reason: 'altered' } }, at)
+  t.match(result.tenants.find((r) => r.tenantId === withCheckpoint), { ok: false, break: { seq: 2, reason: 'checkpoint_invalid' } })
+  const intact = await chainWith(2)
+  t.match((await app.services.audit.verify()).tenants.find((r) => r.tenantId === intact), { ok: true, entries: 2 })
+
+  // GET /logs still answers: such an entry is shown (newest first, infinity leads) and ends the
+  // listing where it is the page's last; times before 1970 page on.
+  await knex('audit_events').insert([forged(head + 1000, 'infinity'), forged(head + 1001, '1500-01-01T00:00:00Z'), forged(head + 1002, '1400-01-01T00:00:00Z')])
+  const first = await app.request('GET', '/logs?size=1')
+  t.equal(first.status, 200, first.text)
+  t.match(first.body, { data: [{ seq: head + 1000, time: 'infinity' }] })
+  t.notOk(first.body.pagination.next_cursor, 'no cursor after an entry with no instant')
+  const old = await app.request('GET', '/logs?size=1&to=1600-01-01T00:00:00Z')
+  t.match(old.body, { data: [{ seq: head + 1001, time: '1500-01-01T00:00:00.000Z' }] })
+  const older = await app.request('GET', `/logs?size=1&to=1600-01-01T00:00:00Z&cursor=${old.body.pagination.next_cursor}`)
+  t.equal(older.status, 200, older.text)
+  t.match(older.body, { data: [{ seq: head + 1002, time: '1400-01-01T00:00:00.000Z' }] })
+})

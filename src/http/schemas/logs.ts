@@ -106,8 +106,9 @@ export function encodeLogCursor(position: AuditPosition): string {
 }
 
 // 15 digits of ms reach year 33658, which PGlite refuses (a 500): the instant is bounded as any time is.
+// Negative before 1970: an entry's time is any the table allows, years 1 to 9999.
 function parseLogCursor(cursor: string): AuditPosition {
-  const match = /^(\d{1,15})_(\d{1,15})$/.exec(Buffer.from(cursor, 'base64url').toString('latin1'))
+  const match = /^(-?\d{1,15})_(\d{1,15})$/.exec(Buffer.from(cursor, 'base64url').toString('latin1'))
   const time = Number(match?.[1])
   const seq = Number(match?.[2])
   if (!match || !isStorableInstant(time) || !Number.isSafeInteger(seq) || encodeLogCursor({ occurredAt: new Date(time), seq }) !== cursor) {
