@@ -91,8 +91,10 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
   const applicationKeys = applicationKeysService({ store, hasher, authenticator, applications })
   const tenantSettings = createTenantSettingsCache({ bus, load: (id) => store.tenants.findById(id) })
   await tenantSettings.start()
-  const tenants = tenantsService({ store, hasher, settings: tenantSettings })
-  await tenants.bootstrap(config.bootstrapApiKey, logger)
+  const tenants = tenantsService({ store, hasher, settings: tenantSettings, logger, authenticator })
+  // Before the bootstrap: tenant `default` is recorded like any other before its key is shown.
+  const audit = createAuditLog({ store, keyring: auditKeyring(config.audit.secret, secrets.keyHashSecret), config: config.audit, logger })
+  await tenants.bootstrap(config.bootstrapApiKey, audit)
 
   const keys = await openVaultKeys(store, secrets.masterKey, logger)
   const tokenCache = createTokenCache(bus, clock)
@@ -119,7 +121,6 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
   const proxies = preconfiguredProxiesService({ store, bus, hasher, host, forwarder, tokens, config })
   await proxies.start()
 
-  const audit = createAuditLog({ store, keyring: auditKeyring(config.audit.secret, secrets.keyHashSecret), config: config.audit, logger })
   const auditMaintenance = setInterval(() => {
     audit.maintain().catch((err: unknown) => logger.error({ err }, 'audit maintenance failed'))
   }, config.audit.maintenanceSeconds * 1000)

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import type { Logger } from 'pino'
+import type { AuditRecorder } from '../audit/audit-log.js'
 import type { AuditAction, AuditEvent, TargetType } from '../audit/events.js'
 import { newApiKey, type ApiKeyHasher } from '../auth/api-keys.js'
+import type { Authenticator } from '../auth/authenticator.js'
 import { fullCeiling, permissionsFor } from '../auth/permissions.js'
 import { AppError } from '../errors/index.js'
 import type { TenantSettingsCache } from './settings-cache.js'
@@ -34,8 +36,23 @@ export function tenantCreationEvents({ tenant, application }: TenantWithKey): Te
   return [event('tenant.create', 'tenant', tenant.id), event('application.create', 'application', application.id)]
 }
 
-export function tenantsService(deps: { store: Store; hasher: ApiKeyHasher; settings: Pick<TenantSettingsCache, 'invalidate'> }) {
-  const { store, hasher } = deps
+/** Writes a new tenant's events durably (rejecting when it cannot): the caller adds its request's fields. */
+export type RecordTenantCreation = (events: readonly TenantCreationEvent[]) => Promise<void>
+
+/** For creations made outside any request (`tessera tenant create`, the bootstrap): no trace id, client IP or route. */
+export function recordWithoutRequest(audit: AuditRecorder): RecordTenantCreation {
+  return (events) => audit.record(events.map((event) => ({ ...event, traceId: null, clientIp: null })))
+}
+
+export function tenantsService(deps: {
+  store: Store
+  hasher: ApiKeyHasher
+  settings: Pick<TenantSettingsCache, 'invalidate'>
+  logger: Pick<Logger, 'info' | 'error'>
+  /** Told of a removed management key (see `removeUnrecorded`); the CLI, which caches none, has none. */
+  authenticator?: Pick<Authenticator, 'invalidateKey'>
+}) {
+  const { store, hasher, logger } = deps
 
   /**
    * A tenant and its first management Application, holding every management permission and
@@ -65,19 +82,67 @@ export function tenantsService(deps: { store: Store; hasher: ApiKeyHasher; setti
     return { tenant, application, key }
   }
 
+  /**
+   * `createTenant`, then `record` of its events (`tenantCreationEvents`); the key may be shown
+   * once this resolves. If the events cannot be written the tenant and its Application are
+   * removed again and `record`'s error is rethrown: otherwise they would stand with no entries
+   * and a key nobody saw, and the name could never be used again.
+   */
+  async function createRecordedTenant(name: string, key: string | undefined, record: RecordTenantCreation): Promise<TenantWithKey> {
+    const created = await createTenant(name, key)
+    try {
+      await record(tenantCreationEvents(created))
+    } catch (err) {
+      await removeUnrecorded(created)
+      throw err
+    }
+    return created
+  }
+
+  /**
+   * Safe because the key never left (a generated one was not shown yet; a configured bootstrap
+   * key could only have been tried in these few milliseconds), so nothing was made with it and
+   * the tenant holds these two rows alone (any other would go with it: foreign keys cascade).
+   * A `record` that timed out may still commit later: its entries then name a tenant that no
+   * longer exists. That is acceptable (entries outlive tenants anyway, and a retry gets a new
+   * id); a tenant with no entries is not. If the removal fails the tenant stands, as before this
+   * existed: that is logged, and the caller still gets `record`'s error.
+   */
+  async function removeUnrecorded({ tenant, application }: TenantWithKey): Promise<void> {
+    try {
+      await store.transaction(async (trx) => {
+        await store.applications.delete(tenant.id, application.id, trx)
+        await store.tenants.delete(tenant.id, trx)
+      })
+    } catch (err) {
+      logger.error({ err, tenant_id: tenant.id, name: tenant.name }, 'a tenant whose creation could not be recorded in the audit log could not be removed; it stands with no entries and a key nobody saw')
+      return
+    }
+    // Only another process racing a configured bootstrap key could have cached them.
+    await Promise.all([deps.authenticator?.invalidateKey(application.key_hash), deps.settings.invalidate(tenant.id)]).catch((err: unknown) =>
+      logger.error({ err, tenant_id: tenant.id }, 'a removed tenant\'s key could not be dropped from the caches'),
+    )
+  }
+
   return {
     createTenant,
+    createRecordedTenant,
 
-    /** On an empty database, creates tenant `default`; prints a generated key once. */
-    async bootstrap(bootstrapKey: string | undefined, logger: Logger): Promise<void> {
+    /**
+     * On an empty database, creates tenant `default`, records it (as `tessera tenant create`
+     * does), then prints a generated key once. If the entries cannot be written, start-up fails,
+     * no key is shown and no tenant is left, so the next start tries again.
+     */
+    async bootstrap(bootstrapKey: string | undefined, audit: AuditRecorder): Promise<void> {
       if ((await store.tenants.count()) > 0) return
       let created: TenantWithKey
       try {
-        created = await createTenant('default', bootstrapKey)
+        created = await createRecordedTenant('default', bootstrapKey, recordWithoutRequest(audit))
       } catch (err) {
         // Another process bootstrapped the same database at the same moment.
         if (err instanceof AppError && err.code === 'conflict') return
-        throw err
+        const why = err instanceof Error ? err.message : String(err)
+        throw new Error(`could not create tenant "default": ${why}`, { cause: err })
       }
       if (bootstrapKey) {
         logger.info({ tenant_id: created.tenant.id }, 'created tenant default with the SVC_BOOTSTRAP_API_KEY management key')

@@ -280,6 +280,20 @@ t.test('management changes: Application, session, Reactor, proxy, tenant', async
   secrets.push(pub, session.json.session_key, session.json.nonce)
 })
 
+t.test('the bootstrap tenant\'s chain opens with its tenant.create and its management Application\'s application.create', async (t) => {
+  await app.services.audit.flush()
+  const rows = (await auditRows(app, tenant)).slice(0, 2)
+  const admin = await app.services.authenticator.authenticate(app.adminKey)
+  const operator = { actor_kind: 'operator', actor_id: null, outcome: 'success', status: 201, request_method: null, request_route: null, client_ip: null, trace_id: null }
+  t.match(rows, [
+    { ...operator, action: 'tenant.create', target_type: 'tenant', target_ids: [tenant] },
+    { ...operator, action: 'application.create', target_type: 'application', target_ids: [admin.id] },
+  ])
+  t.same(rows.map((r) => Number(r.seq)), [1, 2], 'the first two entries of the chain')
+  noSecret(t, await auditRows(app, tenant))
+  t.ok((await app.services.audit.verify({ tenantId: tenant })).ok)
+})
+
 t.test('tenant create by the operator opens the new tenant\'s chain, with its management Application', async (t) => {
   const operatorKey = 'op-'.repeat(12)
   const op = await startProxyApp(t, { SVC_OPERATOR_KEY: operatorKey })

@@ -174,7 +174,6 @@ t.test('the audit write fails after a change: the change stands, the answer is 5
     extraKey: await app.request('POST', `/applications/${target.body.id}/keys`),
     proxy: await app.request('POST', '/proxies', { body: { name: 'p', destination_url: stub.origin } }),
     session: await app.request('POST', '/sessions', { key: pub.body.key }),
-    tenant: await app.request('POST', '/tenants', { key: OPERATOR_KEY, body: { name: 'made while the log was away' } }),
   }))
   for (const [what, res] of Object.entries(answers)) {
     t.equal(res.status, 503, `${what}: 503`)
@@ -188,6 +187,27 @@ t.test('the audit write fails after a change: the change stands, the answer is 5
   const apps = (await app.request('GET', '/applications?size=100')).body.data as { name: string }[]
   t.ok(apps.some((a) => a.name === 'made while the log was away'), 'the Application exists, its key never shown')
   t.equal((await app.request('GET', '/tokens', { key: target.body.key })).status, 401, 'the regenerate stands: the old key is gone')
+})
+
+t.test('a tenant whose entries cannot be written: 503 without the key, and neither the tenant nor its Application is left, so the name can be used again', async (t) => {
+  const name = 'made while the log was away'
+  const tenantRows = () => knex('tenants').where({ name })
+  const res = await withoutAuditTable(() => app.request('POST', '/tenants', { key: OPERATOR_KEY, body: { name } }))
+  t.equal(res.status, 503)
+  t.match(res.headers.get('content-type'), /^application\/problem\+json/)
+  t.match(res.body, { type: '/problems/unavailable', status: 503 })
+  t.notMatch(res.text, /tsr_/, 'no key')
+  t.same(await tenantRows(), [], 'no tenant row')
+  t.same(await knex('applications').where({ name: `${name} management` }), [], 'no Application row')
+
+  await app.services.audit.flush()
+  const again = await app.request('POST', '/tenants', { key: OPERATOR_KEY, body: { name } })
+  t.equal(again.status, 201, again.text)
+  t.same((await tenantRows()).map((r: { id: string }) => r.id), [again.body.tenant.id])
+  await app.services.audit.flush()
+  const rows = await auditRows(app, again.body.tenant.id)
+  t.same(rows.map((r) => [Number(r.seq), r.action]), [[1, 'tenant.create'], [2, 'application.create']], 'the retry opens its own chain')
+  t.equal((await app.request('GET', '/tenants/self', { key: again.body.application.key })).status, 200, 'its key works')
 })
 
 t.test('a Reactor bridge read whose entry cannot be written: the running code gets no plaintext, the caller 503 though the code caught it', async (t) => {

@@ -1,14 +1,19 @@
+import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
 import t, { type Test } from 'tap'
+import { apiKeyHasher, generateApiKey } from '../../src/auth/api-keys.js'
+import { withStore } from '../../src/cli/context.js'
 import { testConfig } from '../../src/config/index.js'
 import { resolveSecrets } from '../../src/config/secrets.js'
 import { createLogger } from '../../src/logger.js'
 import { presentToken } from '../../src/http/presenters/tokens.js'
 import { openServices } from '../../src/services.js'
+import type { Store } from '../../src/store/index.js'
+import { tenantsService } from '../../src/tenants/service.js'
 import { auditRows } from '../helpers/audit.js'
 import { cli, masterKey } from '../helpers/cli.js'
 import { card } from '../helpers/tokens.js'
@@ -92,20 +97,83 @@ t.test('tenant create records tenant.create and its Application\'s application.c
   t.ok((await services.audit.verify({ tenantId: created.tenant.id })).ok, 'sealed as the servers seal')
 })
 
-t.test('tenant create whose entries cannot be written fails and never prints the key', async (t) => {
+t.test('tenant create whose entries cannot be written fails, never prints the key and leaves no tenant, so a retry works', async (t) => {
   const env = { ...(await storage(t)), SVC_MASTER_KEY: masterKey('k1') }
-  const auditTable = async (from: string, to: string) => {
-    const services = await serverOn(t, env)
-    await services.store.db.knex.raw(`alter table ${from} rename to ${to}`)
-    await services.close()
-  }
-  await auditTable('audit_events', 'audit_events_away')
+  await auditTable(env, 'audit_events', 'audit_events_away')
   const res = await cli(env, 'tenant', 'create', 'acme', '--json')
-  await auditTable('audit_events_away', 'audit_events')
+  await auditTable(env, 'audit_events_away', 'audit_events')
   t.same([res.code, res.out], [1, ''], 'exit 1, nothing on stdout')
-  t.match(res.err, /^tessera: tenant "acme" \([0-9a-f-]{36}\) was created, but the audit log could not record it/m)
+  t.match(res.err, /^tessera: tenant "acme" could not be created \(no key is shown\): the audit log could not record it/m)
   t.notMatch(res.err, /tsr_/, 'no key on stderr either')
+  t.same(await onStore(env, (knex) => knex('tenants').where({ name: 'acme' })), [], 'no tenant left')
+  t.same(await onStore(env, (knex) => knex('applications').where({ name: 'acme management' })), [], 'nor its Application')
+
+  const again = await cli(env, 'tenant', 'create', 'acme', '--json')
+  t.equal(again.code, 0, again.err)
+  const created = JSON.parse(again.out)
+  const actions = await onStore(env, (knex) => knex('audit_events').where({ tenant_id: created.tenant.id }).orderBy('seq').pluck('action'))
+  t.same(actions, ['tenant.create', 'application.create'])
 })
+
+t.test('a bootstrap whose entries cannot be written: the server fails to start, prints no key and leaves no tenant; the next start creates default', async (t) => {
+  const env = { ...(await storage(t)), SVC_MASTER_KEY: masterKey('k1') }
+  t.equal((await cli(env, 'migrate')).code, 0, 'the schema, and no tenant yet')
+  await auditTable(env, 'audit_events', 'audit_events_away')
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: { PATH: process.env.PATH ?? '', ...env, PORT: '0', SVC_LOG_LEVEL: 'info', SVC_AUDIT_WRITE_TIMEOUT_MS: '2000' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  t.teardown(() => child.kill('SIGKILL'))
+  let out = ''
+  let err = ''
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()))
+  child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()))
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve))
+  await auditTable(env, 'audit_events_away', 'audit_events')
+  t.equal(code, 1, err)
+  t.match(err, /^tessera failed to start: could not create tenant "default": The audit log cannot be written/m)
+  t.notMatch(out + err, /tsr_|shown once/, 'no key printed or logged')
+  t.notMatch(out, /tessera listening/)
+  t.same(await onStore(env, (knex) => knex('tenants').pluck('name')), [], 'no tenant left')
+  t.same(await onStore(env, (knex) => knex('applications').pluck('id')), [], 'nor an Application')
+
+  const services = await serverOn(t, { ...env, SVC_BOOTSTRAP_API_KEY: generateApiKey() })
+  const principal = await services.authenticator.authenticate(services.config.bootstrapApiKey)
+  t.match(await auditRows({ services }, principal.tenantId), [
+    { action: 'tenant.create', actor_kind: 'operator', target_ids: [principal.tenantId] },
+    { action: 'application.create', actor_kind: 'operator', target_ids: [principal.id] },
+  ])
+})
+
+t.test('a bootstrap whose record is refused removes tenant default again and logs nothing about its key', async (t) => {
+  const env = { ...(await storage(t)), SVC_MASTER_KEY: masterKey('k1') }
+  const config = testConfig(env)
+  const lines: string[] = []
+  const logger = createLogger({ ...config, logLevel: 'info' }, { write: (line: string) => void lines.push(line) })
+  const refused = new Error('refused for the test')
+  const audit = { record: async () => Promise.reject(refused), note: () => undefined }
+  const key = generateApiKey()
+  await withStore(config, async (store) => {
+    const tenants = tenantsService({ store, hasher: apiKeyHasher(config.keyHashSecret!), settings: { invalidate: async () => undefined }, logger })
+    const failed = await tenants.bootstrap(key, audit).then(() => undefined, (e: unknown) => e)
+    t.match(failed, { message: 'could not create tenant "default": refused for the test', cause: refused })
+    t.equal(await store.tenants.count(), 0, 'no tenant left')
+    t.same(await store.db.knex('applications').pluck('id'), [], 'nor its Application')
+    t.notMatch(lines.join('\n'), /SVC_BOOTSTRAP_API_KEY/, 'the key is not said to be in use')
+    await tenants.bootstrap(key, { record: async () => undefined, note: () => undefined })
+    t.same(await store.db.knex('tenants').pluck('name'), ['default'], 'the next attempt creates it')
+  })
+})
+
+/** Renames an audit table on `env`'s storage (as an operator could), without a server. */
+async function auditTable(env: Record<string, string>, from: string, to: string): Promise<void> {
+  await onStore(env, (knex) => knex.raw(`alter table ${from} rename to ${to}`))
+}
+
+/** Runs `fn` on `env`'s database, opened as the CLI opens it (no bootstrap), then closes it. */
+function onStore<T>(env: Record<string, string>, fn: (knex: Store['db']['knex']) => Promise<T>): Promise<T> {
+  return withStore(testConfig(env), (store) => fn(store.db.knex))
+}
 
 /** A server on `env` stores `count` card tokens in a new tenant, then stops (so the CLI may open the data dir). */
 async function storeCards(t: Test, env: Record<string, string>, count: number): Promise<void> {

@@ -1,11 +1,11 @@
 import { auditKeyring } from '../../audit/audit-keys.js'
-import { createAuditLog, type AuditLog } from '../../audit/audit-log.js'
+import { createAuditLog } from '../../audit/audit-log.js'
 import { apiKeyHasher } from '../../auth/api-keys.js'
 import { AppError } from '../../errors/index.js'
 import { CreateTenantBody } from '../../http/schemas/tenants.js'
 import { validator } from '../../http/schemas/validate.js'
 import { createLogger } from '../../logger.js'
-import { tenantCreationEvents, tenantsService, type TenantWithKey } from '../../tenants/service.js'
+import { recordWithoutRequest, tenantsService } from '../../tenants/service.js'
 import { CliError, EXIT_USAGE } from '../cli-error.js'
 import { cliConfig, cliSecret, withStore, type CliCommand } from '../context.js'
 
@@ -28,19 +28,19 @@ export const command: CliCommand = {
         const config = cliConfig(context)
         const keyHashSecret = cliSecret(config, 'key_hash_secret')
         const hasher = apiKeyHasher(keyHashSecret)
+        // Its log lines (a failed write) go to stderr, so stdout stays the result alone.
+        const logger = createLogger(config, { write: (line) => context.note(line.trimEnd()) })
         const created = await withStore(config, async (store) => {
-          let made: TenantWithKey
+          // A new tenant's settings are cached nowhere yet, so creating one invalidates nothing.
+          const service = tenantsService({ store, hasher, settings: { invalidate: async () => undefined }, logger })
+          const audit = createAuditLog({ store, keyring: auditKeyring(config.audit.secret, keyHashSecret), config: config.audit, logger })
           try {
-            // A new tenant's settings are cached nowhere yet, so creating one invalidates nothing.
-            made = await tenantsService({ store, hasher, settings: { invalidate: async () => undefined } }).createTenant(name)
+            return await service.createRecordedTenant(name, undefined, recordWithoutRequest(audit))
           } catch (err) {
-            if (err instanceof AppError && err.code === 'conflict') throw new CliError(`a tenant named ${JSON.stringify(name)} exists`)
-            throw err
+            throw creationFailure(name, err)
+          } finally {
+            await audit.close()
           }
-          // Its log lines (a failed write) go to stderr, so stdout stays the result alone.
-          const logger = createLogger(config, { write: (line) => context.note(line.trimEnd()) })
-          await recordCreation(made, createAuditLog({ store, keyring: auditKeyring(config.audit.secret, keyHashSecret), config: config.audit, logger }))
-          return made
         })
         if (options.json) {
           return context.out(JSON.stringify({ tenant: { id: created.tenant.id, name: created.tenant.name }, application: { id: created.application.id, name: created.application.name }, key: created.key }, null, 2))
@@ -54,15 +54,11 @@ export const command: CliCommand = {
 
 /**
  * As `POST /tenants`: the entries are durable before the key is printed. If they cannot be
- * written the tenant stands, as on the route, but the command fails and its key is never shown.
+ * written the tenant is removed again (see `createRecordedTenant`) and its key never shown.
  */
-async function recordCreation(created: TenantWithKey, audit: AuditLog): Promise<void> {
-  try {
-    await audit.record(tenantCreationEvents(created).map((event) => ({ ...event, traceId: null, clientIp: null })))
-  } catch (err) {
-    const why = err instanceof Error ? err.message : String(err)
-    throw new CliError(`tenant ${JSON.stringify(created.tenant.name)} (${created.tenant.id}) was created, but the audit log could not record it, so its key is not shown: ${why}`)
-  } finally {
-    await audit.close()
-  }
+function creationFailure(name: string, err: unknown): unknown {
+  if (!(err instanceof AppError)) return err
+  if (err.code === 'conflict') return new CliError(`a tenant named ${JSON.stringify(name)} exists`)
+  if (err.code === 'unavailable') return new CliError(`tenant ${JSON.stringify(name)} could not be created (no key is shown): the audit log could not record it: ${err.message}`)
+  return err
 }

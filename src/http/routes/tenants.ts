@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto'
 import type { Middleware } from 'koa'
 import type { AuditRecorder } from '../../audit/audit-log.js'
 import { AppError } from '../../errors/index.js'
-import { tenantCreationEvents, type TenantsService } from '../../tenants/service.js'
+import type { TenantsService } from '../../tenants/service.js'
 import { auditEvent, changeEvent } from '../audit-context.js'
 import type { AppRouter, AppState } from '../context.js'
 import { currentPrincipal, requirePermission } from '../middleware/authenticate.js'
@@ -18,9 +18,9 @@ const parseUpdate = validator(UpdateTenantBody)
 /** `POST /tenants`, authorized by the operator key rather than an Application key. */
 export function operatorRoutes(router: AppRouter, service: TenantsService, audit: AuditRecorder, operatorKey: string | undefined, body: BodyParsers): void {
   router.post('/tenants', requireOperator(operatorKey), body.json, async (ctx) => {
-    const created = await service.createTenant(parseCreate(ctx.state.body).name)
     // The events' tenant and actor (the operator) win over the request's: they open the new tenant's chain.
-    await audit.record(tenantCreationEvents(created).map((event) => auditEvent(ctx, event)))
+    // Unrecorded, the tenant is removed again and the caller gets 503.
+    const created = await service.createRecordedTenant(parseCreate(ctx.state.body).name, undefined, (events) => audit.record(events.map((event) => auditEvent(ctx, event))))
     ctx.status = 201
     ctx.body = { tenant: presentTenant(created.tenant), application: presentApplication(created.application, created.key) }
   })

@@ -37,6 +37,10 @@ export function tenantsRepository(knex: Knex) {
         .returning('*')
       return withDefaults(row as Tenant | undefined)
     },
+    /** Removes a tenant; every row of it goes too (foreign keys cascade), its audit entries stay. */
+    async delete(id: string, trx: Knex = knex): Promise<boolean> {
+      return (await trx<Tenant>('tenants').where({ id }).delete()) > 0
+    },
   }
 }
 
