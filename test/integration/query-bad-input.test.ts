@@ -109,3 +109,31 @@ t.test('/logs: times past year 9999 UTC and out-of-range cursors are 400 naming 
     t.equal(res.status, 200, `${path}: ${res.text.slice(0, 300)}`)
   }
 })
+
+t.test('numbers in a query are written in decimal digits: other spellings Number() reads are 400 naming the parameter', async (t) => {
+  // ajv coerced any text Number() reads, so size=0x10 listed 16 and after_seq=1e1 resumed after 10.
+  const spellings = ['0x10', '0b11', '0o7', '1e1', '%205', '5%20', '+5', '.5', 'Infinity']
+  const routes: [string, string, string][] = [
+    ['/tokens?page=', 'page', key],
+    ['/tokens?size=', 'size', key],
+    ['/v2/tokens?size=', 'size', key],
+    ['/applications?size=', 'size', app.adminKey],
+    ['/reactors?page=', 'page', app.adminKey],
+    ['/proxies?size=', 'size', app.adminKey],
+    ['/logs?size=', 'size', app.adminKey],
+    ['/logs/export?after_seq=', 'after_seq', app.adminKey],
+  ]
+  for (const [path, field, routeKey] of routes) {
+    for (const spelling of spellings) {
+      const res = await app.request('GET', `${path}${spelling}`, { key: routeKey })
+      t.equal(res.status, 400, `${path}${spelling}`)
+      t.match(res.headers.get('content-type'), PROBLEM, `${path}${spelling}`)
+      t.ok(res.body.errors?.[field], `${path}${spelling} names ${field}: ${JSON.stringify(res.body.errors)}`)
+    }
+    const ok = await app.request('GET', `${path}2`, { key: routeKey })
+    t.equal(ok.status, 200, `${path}2: ${ok.text.slice(0, 300)}`)
+  }
+  const both = await app.request('GET', '/tokens?page=0x10&size=abc', { key })
+  t.equal(both.status, 400)
+  t.same(Object.keys(both.body.errors ?? {}).sort(), ['page', 'size'], 'every bad parameter is named at once')
+})

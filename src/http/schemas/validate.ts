@@ -16,11 +16,32 @@ for (const instance of [ajv, queryAjv]) {
 /** Compiles a schema once; the returned function narrows `unknown` to the schema's type or throws a 400. */
 export function validator<S extends TSchema>(schema: S, options: { query?: boolean } = {}): (value: unknown) => Static<S> {
   const validate = (options.query ? queryAjv : ajv).compile<Static<S>>(schema)
+  const numeric = options.query ? numericParameters(schema) : []
   return (value) => {
-    if (!validate(value)) throw new ValidationError(toFieldErrors(validate.errors ?? []))
+    // Read before ajv coerces the query in place.
+    const spelling = undecimalParameters(value, numeric)
+    if (!validate(value) || spelling) throw new ValidationError({ ...spelling, ...toFieldErrors(validate.errors ?? []) })
     if (options.query) assertFiniteParameters(value)
     return value
   }
+}
+
+/** The top-level properties of a query schema that ajv coerces to numbers. */
+function numericParameters(schema: TSchema): string[] {
+  const properties = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {}
+  return Object.keys(properties).filter((name) => properties[name]!.type === 'integer' || properties[name]!.type === 'number')
+}
+
+const DECIMAL = /^-?\d+(?:\.\d+)?$/
+
+/**
+ * ajv coerces any text `Number()` reads: `size=0x10` would be 16, `size=1e1` 10 and `size= 5`
+ * 5. A number in a query is written in decimal digits; anything else is named as invalid.
+ */
+function undecimalParameters(query: unknown, names: readonly string[]): FieldErrors | undefined {
+  if (names.length === 0 || query === null || typeof query !== 'object') return undefined
+  const bad = names.filter((name) => [(query as Record<string, unknown>)[name]].flat().some((item) => typeof item === 'string' && !DECIMAL.test(item)))
+  return bad.length === 0 ? undefined : Object.fromEntries(bad.map((name) => [name, ['must be a number written in decimal digits']]))
 }
 
 /**
