@@ -91,7 +91,7 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
   const applicationKeys = applicationKeysService({ store, hasher, authenticator, applications })
   const tenantSettings = createTenantSettingsCache({ bus, load: (id) => store.tenants.findById(id) })
   await tenantSettings.start()
-  const tenants = tenantsService({ store, hasher, settings: tenantSettings, logger, authenticator })
+  const tenants = tenantsService({ store, hasher, settings: tenantSettings, logger })
   // Before the bootstrap: tenant `default` is recorded like any other before its key is shown.
   const audit = createAuditLog({ store, keyring: auditKeyring(config.audit.secret, secrets.keyHashSecret), config: config.audit, logger })
   await tenants.bootstrap(config.bootstrapApiKey, audit)

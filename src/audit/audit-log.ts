@@ -1,12 +1,13 @@
 import type { Logger } from 'pino'
 import type { Config } from '../config/index.js'
-import type { AuditFilter, AuditPosition, AuditRow, ChainHead, ChainSealer, Store, UnsealedAuditRow } from '../store/index.js'
+import type { AuditFilter, AuditPosition, AuditRow, ChainHead, ChainSealer, Store, StoreTransaction, UnsealedAuditRow } from '../store/index.js'
 import type { AuditKeyring } from './audit-keys.js'
 import { GENESIS_HASH, sealRows } from './chain.js'
 import type { AuditEvent } from './events.js'
 import { checkpointAt, checkpointChains, pruneExpired } from './maintenance.js'
 import { verifyAuditChain, type AuditVerification } from './verify.js'
-import { createAuditWriter, type AuditWriterStats } from './writer.js'
+import { eventsToRows } from './rows.js'
+import { auditUnavailable, createAuditWriter, type AuditWriterStats } from './writer.js'
 
 /**
  * What request paths call. `record` is for events that reveal or use data: await it before the
@@ -17,6 +18,12 @@ import { createAuditWriter, type AuditWriterStats } from './writer.js'
 export interface AuditRecorder {
   record(events: readonly AuditEvent[]): Promise<void>
   note(events: readonly AuditEvent[]): void
+  /**
+   * `record`, but inside the caller's transaction `trx`: the events commit or roll back with
+   * what it writes (a new tenant and the first entries of its chain, all or nothing). Rejects
+   * with AppError('unavailable') (503) when they cannot be written; the transaction then fails.
+   */
+  recordIn(trx: StoreTransaction, events: readonly AuditEvent[]): Promise<void>
 }
 
 export interface AuditLog extends AuditRecorder {
@@ -69,6 +76,18 @@ export function createAuditLog(deps: { store: Store; keyring: AuditKeyring; conf
     for (const head of moved) heads.set(head.tenant_id, head)
   }
 
+  // The heads this moves are not remembered: the transaction may yet roll back. The next write
+  // to such a chain takes the locking path and learns its head there.
+  const recordIn = async (trx: StoreTransaction, events: readonly AuditEvent[]): Promise<void> => {
+    const rows = eventsToRows(events, now())
+    try {
+      await repo.appendIn(trx, rows, { seal, genesisHash: GENESIS_HASH, timeoutMs: config.writeTimeoutMs })
+    } catch (err) {
+      logger.error({ err, events: rows.length }, 'audit write failed')
+      throw auditUnavailable('the write failed')
+    }
+  }
+
   const writer = createAuditWriter({
     write,
     logger,
@@ -83,6 +102,7 @@ export function createAuditLog(deps: { store: Store; keyring: AuditKeyring; conf
   return {
     record: (events) => (enabled ? writer.record(events) : Promise.resolve()),
     note: (events) => (enabled ? writer.note(events) : undefined),
+    recordIn: (trx, events) => (enabled ? recordIn(trx, events) : Promise.resolve()),
     list: (tenantId, filter, after, limit) => repo.list(tenantId, filter, 'desc', after, limit),
     async *export(tenantId, filter) {
       if (filter.afterSeq !== undefined) {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { AuditRow } from '../store/index.js'
 import type { AuditEvent } from './events.js'
+import { validateAuditEvent } from './validate-event.js'
 
 /**
  * The row an event becomes. Uuids are lower-cased here, as Postgres returns them, so the
@@ -37,4 +38,9 @@ export function eventToRow(event: AuditEvent, occurredAt: Date): AuditRow {
     key_id: '',
     hash: '',
   }
+}
+
+/** A request's events as rows, each checked against the event schema first (throws if one fails). */
+export function eventsToRows(events: readonly AuditEvent[], occurredAt: Date): AuditRow[] {
+  return events.map((e) => (validateAuditEvent(e), eventToRow(e, occurredAt)))
 }

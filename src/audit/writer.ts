@@ -2,8 +2,7 @@ import type { Logger } from 'pino'
 import { AppError } from '../errors/index.js'
 import type { UnsealedAuditRow } from '../store/index.js'
 import type { AuditEvent } from './events.js'
-import { eventToRow } from './rows.js'
-import { validateAuditEvent } from './validate-event.js'
+import { eventsToRows } from './rows.js'
 
 export interface AuditWriterOptions {
   /** Writes one batch in one transaction; rejects if nothing of it was written. */
@@ -114,10 +113,7 @@ export function createAuditWriter(options: AuditWriterOptions) {
   let closing = false
   const stats = { written: 0, batches: 0, dropped: 0, failing: false }
 
-  const toRows = (events: readonly AuditEvent[]) => {
-    const at = now()
-    return events.map((e) => (validateAuditEvent(e), eventToRow(e, at)))
-  }
+  const toRows = (events: readonly AuditEvent[]) => eventsToRows(events, now())
 
   function laneOf(group: Group): Lane {
     const tenant = group.rows[0]!.tenant_id

@@ -3,11 +3,10 @@ import type { Logger } from 'pino'
 import type { AuditRecorder } from '../audit/audit-log.js'
 import type { AuditAction, AuditEvent, TargetType } from '../audit/events.js'
 import { newApiKey, type ApiKeyHasher } from '../auth/api-keys.js'
-import type { Authenticator } from '../auth/authenticator.js'
 import { fullCeiling, permissionsFor } from '../auth/permissions.js'
 import { AppError } from '../errors/index.js'
 import type { TenantSettingsCache } from './settings-cache.js'
-import { defaultTenantSettings, isUniqueViolation, newRecordStamp, type ApplicationRecord, type Store, type Tenant, type TenantSettings } from '../store/index.js'
+import { defaultTenantSettings, isUniqueViolation, newRecordStamp, type ApplicationRecord, type Store, type StoreTransaction, type Tenant, type TenantSettings } from '../store/index.js'
 
 export interface TenantWithKey {
   tenant: Tenant
@@ -36,29 +35,28 @@ export function tenantCreationEvents({ tenant, application }: TenantWithKey): Te
   return [event('tenant.create', 'tenant', tenant.id), event('application.create', 'application', application.id)]
 }
 
-/** Writes a new tenant's events durably (rejecting when it cannot): the caller adds its request's fields. */
-export type RecordTenantCreation = (events: readonly TenantCreationEvent[]) => Promise<void>
+/** Writes a new tenant's events inside its creating transaction (rejecting when it cannot): the caller adds its request's fields. */
+export type RecordTenantCreation = (trx: StoreTransaction, events: readonly TenantCreationEvent[]) => Promise<void>
 
 /** For creations made outside any request (`tessera tenant create`, the bootstrap): no trace id, client IP or route. */
 export function recordWithoutRequest(audit: AuditRecorder): RecordTenantCreation {
-  return (events) => audit.record(events.map((event) => ({ ...event, traceId: null, clientIp: null })))
+  return (trx, events) => audit.recordIn(trx, events.map((event) => ({ ...event, traceId: null, clientIp: null })))
 }
 
 export function tenantsService(deps: {
   store: Store
   hasher: ApiKeyHasher
   settings: Pick<TenantSettingsCache, 'invalidate'>
-  logger: Pick<Logger, 'info' | 'error'>
-  /** Told of a removed management key (see `removeUnrecorded`); the CLI, which caches none, has none. */
-  authenticator?: Pick<Authenticator, 'invalidateKey'>
+  logger: Pick<Logger, 'info'>
 }) {
   const { store, hasher, logger } = deps
 
   /**
    * A tenant and its first management Application, holding every management permission and
    * the full grant ceiling (it may hand out any token permission; its own key still acts on no token).
+   * `within` runs in the same transaction, after both are inserted: if it fails, neither stands.
    */
-  async function createTenant(name: string, key = newApiKey('management')): Promise<TenantWithKey> {
+  async function createTenant(name: string, key = newApiKey('management'), within?: (created: TenantWithKey, trx: StoreTransaction) => Promise<void>): Promise<TenantWithKey> {
     const now = new Date()
     const tenant: Tenant = { id: randomUUID(), name, settings: { ...defaultTenantSettings }, created_at: now, modified_at: now }
     const application: ApplicationRecord = {
@@ -70,56 +68,28 @@ export function tenantsService(deps: {
       rules: [fullCeiling()],
       expires_at: null,
     }
+    const created = { tenant, application, key }
     try {
       await store.transaction(async (trx) => {
         await store.tenants.insert(tenant, trx)
         await store.applications.insert(application, trx)
+        await within?.(created, trx)
       })
     } catch (err) {
       if (isUniqueViolation(err)) throw new AppError('conflict', { detail: 'A tenant with this name exists.', cause: err })
-      throw err
-    }
-    return { tenant, application, key }
-  }
-
-  /**
-   * `createTenant`, then `record` of its events (`tenantCreationEvents`); the key may be shown
-   * once this resolves. If the events cannot be written the tenant and its Application are
-   * removed again and `record`'s error is rethrown: otherwise they would stand with no entries
-   * and a key nobody saw, and the name could never be used again.
-   */
-  async function createRecordedTenant(name: string, key: string | undefined, record: RecordTenantCreation): Promise<TenantWithKey> {
-    const created = await createTenant(name, key)
-    try {
-      await record(tenantCreationEvents(created))
-    } catch (err) {
-      await removeUnrecorded(created)
       throw err
     }
     return created
   }
 
   /**
-   * Safe because the key never left (a generated one was not shown yet; a configured bootstrap
-   * key could only have been tried in these few milliseconds), so nothing was made with it and
-   * the tenant holds these two rows alone (any other would go with it: foreign keys cascade).
-   * A `record` that timed out may still commit later: its entries then name a tenant that no
-   * longer exists. That is acceptable (entries outlive tenants anyway, and a retry gets a new
-   * id); a tenant with no entries is not. If the removal fails the tenant stands, as before this
-   * existed: that is logged, and the caller still gets `record`'s error.
+   * `createTenant` with its events (`tenantCreationEvents`) written by `record` in the same
+   * transaction: the tenant, its Application and the first entries of its chain commit together
+   * or not at all, so no tenant ever stands unrecorded (a process killed halfway, a write that
+   * failed), and the key may be shown once this resolves. A failed `record` is rethrown.
    */
-  async function removeUnrecorded({ tenant, application }: TenantWithKey): Promise<void> {
-    try {
-      // Its Application goes with it (foreign keys cascade).
-      await store.tenants.delete(tenant.id)
-    } catch (err) {
-      logger.error({ err, tenant_id: tenant.id, name: tenant.name }, 'a tenant whose creation could not be recorded in the audit log could not be removed; it stands with no entries and a key nobody saw')
-      return
-    }
-    // Only another process racing a configured bootstrap key could have cached them.
-    await Promise.all([deps.authenticator?.invalidateKey(application.key_hash), deps.settings.invalidate(tenant.id)]).catch((err: unknown) =>
-      logger.error({ err, tenant_id: tenant.id }, 'a removed tenant\'s key could not be dropped from the caches'),
-    )
+  function createRecordedTenant(name: string, key: string | undefined, record: RecordTenantCreation): Promise<TenantWithKey> {
+    return createTenant(name, key, (created, trx) => record(trx, tenantCreationEvents(created)))
   }
 
   return {
@@ -127,7 +97,7 @@ export function tenantsService(deps: {
     createRecordedTenant,
 
     /**
-     * On an empty database, creates tenant `default`, records it (as `tessera tenant create`
+     * On an empty database, creates tenant `default` with its entries (as `tessera tenant create`
      * does), then prints a generated key once. If the entries cannot be written, start-up fails,
      * no key is shown and no tenant is left, so the next start tries again.
      */

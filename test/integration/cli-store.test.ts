@@ -145,13 +145,55 @@ t.test('a bootstrap whose entries cannot be written: the server fails to start, 
   ])
 })
 
-t.test('a bootstrap whose record is refused removes tenant default again and logs nothing about its key', async (t) => {
+t.test('a first start killed while its entries wait leaves no tenant (they commit together); the next start creates default', { skip: process.env.DATABASE_URL ? false : 'needs a second session on the database' }, async (t) => {
+  const env: Record<string, string> = { ...(await storage(t)), SVC_MASTER_KEY: masterKey('k1') }
+  t.equal((await cli(env, 'migrate')).code, 0, 'the schema, and no tenant yet')
+  // Another session holds the chain heads, so the first start's entries wait for it.
+  const holder = new pg.Client({ connectionString: env.DATABASE_URL })
+  await holder.connect()
+  t.teardown(() => holder.end())
+  await holder.query('begin')
+  await holder.query('lock table audit_chain_heads in exclusive mode')
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: { PATH: process.env.PATH ?? '', ...env, PORT: '0', SVC_AUDIT_WRITE_TIMEOUT_MS: '60000' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  t.teardown(() => child.kill('SIGKILL'))
+  let out = ''
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()))
+  const waiter = async (): Promise<number | undefined> => {
+    const { rows } = await holder.query<{ pid: number }>(
+      "select l.pid from pg_locks l join pg_class c on c.oid = l.relation where c.relname = 'audit_chain_heads' and c.relnamespace = to_regnamespace(current_schema()) and not l.granted",
+    )
+    return rows[0]?.pid
+  }
+  let pid: number | undefined
+  for (let i = 0; i < 600 && pid === undefined; i++) {
+    pid = await waiter()
+    if (pid === undefined) await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  t.ok(pid, 'the first start waits to write its entries')
+  // The process dies there (a crash, a kill -9), then the other session lets go.
+  child.kill('SIGKILL')
+  await new Promise((resolve) => child.once('exit', resolve))
+  await holder.query('rollback')
+  for (let i = 0; i < 100 && (await holder.query('select 1 from pg_stat_activity where pid = $1', [pid])).rowCount; i++) await new Promise((resolve) => setTimeout(resolve, 100))
+  t.notMatch(out, /tsr_|shown once/, 'no key printed')
+  t.same(await onStore(env, (knex) => knex('tenants').pluck('name')), [], 'no tenant stands without its entries')
+  t.same(await onStore(env, (knex) => knex('audit_events').pluck('action')), [], 'and no entries')
+
+  const services = await serverOn(t, { ...env, SVC_BOOTSTRAP_API_KEY: generateApiKey() })
+  const principal = await services.authenticator.authenticate(services.config.bootstrapApiKey)
+  t.match(await auditRows({ services }, principal.tenantId), [{ action: 'tenant.create' }, { action: 'application.create' }], 'the next start creates and records default')
+})
+
+t.test('a bootstrap whose record is refused leaves no tenant default and logs nothing about its key', async (t) => {
   const env = { ...(await storage(t)), SVC_MASTER_KEY: masterKey('k1') }
   const config = testConfig(env)
   const lines: string[] = []
   const logger = createLogger({ ...config, logLevel: 'info' }, { write: (line: string) => void lines.push(line) })
   const refused = new Error('refused for the test')
-  const audit = { record: async () => Promise.reject(refused), note: () => undefined }
+  const audit = { record: async () => Promise.reject(refused), recordIn: async () => Promise.reject(refused), note: () => undefined }
   const key = generateApiKey()
   await withStore(config, async (store) => {
     const tenants = tenantsService({ store, hasher: apiKeyHasher(config.keyHashSecret!), settings: { invalidate: async () => undefined }, logger })
@@ -160,7 +202,7 @@ t.test('a bootstrap whose record is refused removes tenant default again and log
     t.equal(await store.tenants.count(), 0, 'no tenant left')
     t.same(await store.db.knex('applications').pluck('id'), [], 'nor its Application')
     t.notMatch(lines.join('\n'), /SVC_BOOTSTRAP_API_KEY/, 'the key is not said to be in use')
-    await tenants.bootstrap(key, { record: async () => undefined, note: () => undefined })
+    await tenants.bootstrap(key, { record: async () => undefined, recordIn: async () => undefined, note: () => undefined })
     t.same(await store.db.knex('tenants').pluck('name'), ['default'], 'the next attempt creates it')
   })
 })

@@ -53,8 +53,8 @@ export const command: CliCommand = {
 }
 
 /**
- * As `POST /tenants`: the entries are durable before the key is printed. If they cannot be
- * written the tenant is removed again (see `createRecordedTenant`) and its key never shown.
+ * As `POST /tenants`: the entries commit with the tenant, before the key is printed. If they
+ * cannot be written no tenant stands (see `createRecordedTenant`) and no key is shown.
  */
 function creationFailure(name: string, err: unknown): unknown {
   if (!(err instanceof AppError)) return err

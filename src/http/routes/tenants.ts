@@ -19,8 +19,8 @@ const parseUpdate = validator(UpdateTenantBody)
 export function operatorRoutes(router: AppRouter, service: TenantsService, audit: AuditRecorder, operatorKey: string | undefined, body: BodyParsers): void {
   router.post('/tenants', requireOperator(operatorKey), body.json, async (ctx) => {
     // The events' tenant and actor (the operator) win over the request's: they open the new tenant's chain.
-    // Unrecorded, the tenant is removed again and the caller gets 503.
-    const created = await service.createRecordedTenant(parseCreate(ctx.state.body).name, undefined, (events) => audit.record(events.map((event) => auditEvent(ctx, event))))
+    // Written in the tenant's own transaction: unrecorded, no tenant stands and the caller gets 503.
+    const created = await service.createRecordedTenant(parseCreate(ctx.state.body).name, undefined, (trx, events) => audit.recordIn(trx, events.map((event) => auditEvent(ctx, event))))
     ctx.status = 201
     ctx.body = { tenant: presentTenant(created.tenant), application: presentApplication(created.application, created.key) }
   })

@@ -106,6 +106,12 @@ with head as (
 select count(*)::int as n from inserted`,
 }
 
+interface AppendOptions {
+  seal: ChainSealer
+  genesisHash: string
+  timeoutMs: number
+}
+
 const INSERT_CHUNK = 1000
 const PRUNE_CHUNK = 10_000
 
@@ -120,35 +126,41 @@ export function auditRepository(knex: Knex, kind: DatabaseKind) {
     if (kind === 'postgres') await trx.raw("select set_config('statement_timeout', ?, true), set_config('lock_timeout', ?, true)", [String(timeoutMs), String(timeoutMs)])
   }
 
+  /**
+   * The heads of the rows' tenants are created if new and locked in tenant order (so processes
+   * sharing the database never deadlock and append to a chain one at a time), then every entry
+   * goes in with one insert and the heads move on.
+   */
+  async function appendIn(trx: Knex.Transaction, rows: UnsealedAuditRow[], options: AppendOptions): Promise<void> {
+    const tenants = [...new Set(rows.map((r) => r.tenant_id))].sort()
+    await bound(trx, options.timeoutMs)
+    await trx('audit_chain_heads')
+      .insert(tenants.map((tenant_id) => ({ tenant_id, seq: 0, hash: options.genesisHash, checkpoint_seq: 0, checkpoint_at: null })))
+      .onConflict('tenant_id')
+      .ignore()
+    const heads = (await trx<ChainHead>('audit_chain_heads').whereIn('tenant_id', tenants).orderBy('tenant_id').forUpdate()).map(parseHead)
+    // A batch retried after its answer was lost may have committed the first time: its
+    // entries are in the chain already (the same ids) and are not appended again.
+    const stored = new Set((await trx('audit_events').whereIn('id', rows.map((r) => r.id)).select('id')).map((r: { id: string }) => r.id))
+    const fresh = stored.size === 0 ? rows : rows.filter((r) => !stored.has(r.id))
+    const sealed = heads.map((head) => options.seal(head, fresh.filter((r) => r.tenant_id === head.tenant_id)))
+    const entries = sealed.flatMap((s) => s.rows)
+    for (let i = 0; i < entries.length; i += INSERT_CHUNK) {
+      await trx('audit_events').insert(entries.slice(i, i + INSERT_CHUNK).map(toDb))
+    }
+    await updateHeads(trx, sealed.map((s) => s.head))
+    const checkpoints = sealed.flatMap((s) => (s.checkpoint ? [s.checkpoint] : []))
+    if (checkpoints.length) await trx('audit_checkpoints').insert(checkpoints)
+  }
+
   return {
-    /**
-     * One transaction for a whole batch: the heads of its tenants are created if new and locked
-     * in tenant order (so processes sharing the database never deadlock and append to a chain
-     * one at a time), then every entry goes in with one insert and the heads move on.
-     */
-    async append(rows: UnsealedAuditRow[], options: { seal: ChainSealer; genesisHash: string; timeoutMs: number }): Promise<void> {
-      const tenants = [...new Set(rows.map((r) => r.tenant_id))].sort()
-      await knex.transaction(async (trx) => {
-        await bound(trx, options.timeoutMs)
-        await trx('audit_chain_heads')
-          .insert(tenants.map((tenant_id) => ({ tenant_id, seq: 0, hash: options.genesisHash, checkpoint_seq: 0, checkpoint_at: null })))
-          .onConflict('tenant_id')
-          .ignore()
-        const heads = (await trx<ChainHead>('audit_chain_heads').whereIn('tenant_id', tenants).orderBy('tenant_id').forUpdate()).map(parseHead)
-        // A batch retried after its answer was lost may have committed the first time: its
-        // entries are in the chain already (the same ids) and are not appended again.
-        const stored = new Set((await trx('audit_events').whereIn('id', rows.map((r) => r.id)).select('id')).map((r: { id: string }) => r.id))
-        const fresh = stored.size === 0 ? rows : rows.filter((r) => !stored.has(r.id))
-        const sealed = heads.map((head) => options.seal(head, fresh.filter((r) => r.tenant_id === head.tenant_id)))
-        const entries = sealed.flatMap((s) => s.rows)
-        for (let i = 0; i < entries.length; i += INSERT_CHUNK) {
-          await trx('audit_events').insert(entries.slice(i, i + INSERT_CHUNK).map(toDb))
-        }
-        await updateHeads(trx, sealed.map((s) => s.head))
-        const checkpoints = sealed.flatMap((s) => (s.checkpoint ? [s.checkpoint] : []))
-        if (checkpoints.length) await trx('audit_checkpoints').insert(checkpoints)
-      })
+    /** One transaction for a whole batch (see appendIn). */
+    async append(rows: UnsealedAuditRow[], options: AppendOptions): Promise<void> {
+      await knex.transaction((trx) => appendIn(trx, rows, options))
     },
+
+    /** `append` inside the caller's transaction: the entries commit or roll back with it. */
+    appendIn: (trx: Knex.Transaction, rows: UnsealedAuditRow[], options: AppendOptions): Promise<void> => appendIn(trx, rows, options),
 
     /**
      * One tenant's already sealed entries (`stored`: each a JSON array, see APPEND_COLUMNS) in
