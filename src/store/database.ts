@@ -66,6 +66,11 @@ export interface OpenDatabaseOptions {
 
 // Postgres returns int8 (count(*)) as a string; our counts fit in a JS number.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number.parseInt(v, 10))
+// Dates go out as UTC. In the process's own zone (TZ), pg writes a historical offset that has
+// seconds (local mean time: +05:53:28 in Asia/Kolkata before 1900) rounded to the minute, so
+// a time read back and sent again moved: a log cursor before 1900 named its own entry again
+// and paging repeated it forever.
+pg.defaults.parseInputDatesAsUTC = true
 
 /** The client gives up this long after the server's own statement_timeout should have fired. */
 const CLIENT_MARGIN_MS = 1_000

@@ -301,4 +301,11 @@ t.test('a time no Date can hold: refused by the table; with the check dropped by
   const older = await app.request('GET', `/logs?size=1&to=1600-01-01T00:00:00Z&cursor=${old.body.pagination.next_cursor}`)
   t.equal(older.status, 200, older.text)
   t.match(older.body, { data: [{ seq: head + 1002, time: '1400-01-01T00:00:00.000Z' }] })
+  // A year past 9999 is a Date, but no cursor may name it: the page that ends there has none,
+  // rather than one the API then refuses as not its own.
+  await knex('audit_events').insert([forged(head + 1003, '20000-01-01T00:00:00Z')])
+  const far = await app.request('GET', '/logs?size=2')
+  t.equal(far.status, 200, far.text)
+  t.match(far.body, { data: [{ seq: head + 1000 }, { seq: head + 1003 }] })
+  t.notOk(far.body.pagination.next_cursor, 'no cursor after an entry no cursor can name')
 })

@@ -1,5 +1,5 @@
 import type { AuditRow } from '../../store/index.js'
-import { encodeLogCursor, type AuditEventResponse } from '../schemas/logs.js'
+import { logCursorAfter, type AuditEventResponse } from '../schemas/logs.js'
 import { compact } from './common.js'
 import { isInstant } from '../../shapes/date-time.js'
 
@@ -44,7 +44,7 @@ function entryTime(at: unknown): string {
 export function presentAuditPage(rows: AuditRow[], size: number) {
   const data = rows.slice(0, size)
   const last = data.at(-1)
-  // No position to resume from after an entry with no instant (see entryTime): the listing ends there.
-  const next_cursor = rows.length > size && last && isInstant(last.occurred_at) ? encodeLogCursor({ occurredAt: last.occurred_at, seq: last.seq }) : undefined
+  // No position to resume from after an entry with no instant (see entryTime), or one no cursor names: the listing ends there.
+  const next_cursor = rows.length > size && last && isInstant(last.occurred_at) ? logCursorAfter({ occurredAt: last.occurred_at, seq: last.seq }) : undefined
   return { pagination: compact({ page_size: size, next_cursor }), data: data.map(presentAuditEvent) }
 }

@@ -105,6 +105,16 @@ export function encodeLogCursor(position: AuditPosition): string {
   return Buffer.from(`${position.occurredAt.getTime()}_${position.seq}`).toString('base64url')
 }
 
+/**
+ * The cursor after `position`, or none when no cursor names it: only a row of a table whose
+ * owner dropped its time check (a year past 9999, BC) or forged a negative seq, which ends the
+ * listing there. A cursor the API would then refuse as not its own is never handed out.
+ */
+export function logCursorAfter(position: AuditPosition): string | undefined {
+  const { occurredAt, seq } = position
+  return isStorableInstant(occurredAt.getTime()) && Number.isSafeInteger(seq) && seq >= 0 && seq < 1e15 ? encodeLogCursor(position) : undefined
+}
+
 // 15 digits of ms reach year 33658, which PGlite refuses (a 500): the instant is bounded as any time is.
 // Negative before 1970: an entry's time is any the table allows, years 1 to 9999.
 function parseLogCursor(cursor: string): AuditPosition {
