@@ -160,7 +160,7 @@ export function auditRepository(knex: Knex, kind: DatabaseKind) {
     },
 
     /** `append` inside the caller's transaction: the entries commit or roll back with it. */
-    appendIn: (trx: Knex.Transaction, rows: UnsealedAuditRow[], options: AppendOptions): Promise<void> => appendIn(trx, rows, options),
+    appendIn,
 
     /**
      * One tenant's already sealed entries (`stored`: each a JSON array, see APPEND_COLUMNS) in
