@@ -9,7 +9,8 @@ process.env.TZ = 'Asia/Kolkata'
 
 const app = await startTestApp(t)
 
-t.test('GET /logs pages through entries before 1900 whatever the process\'s time zone', async (t) => {
+// PGlite's driver writes Dates with toISOString and never had the fault: this is pg's.
+t.test('GET /logs pages through entries before 1900 whatever the process\'s time zone', { skip: process.env.DATABASE_URL ? false : 'the pg driver only' }, async (t) => {
   const tenant = await defaultTenant(app)
   for (let i = 0; i < 4; i++) t.equal((await app.request('POST', '/applications', { body: { name: `tz ${i}`, type: 'private', permissions: ['token:read'] } })).status, 201)
   const created = (await auditRows(app, tenant)).filter((r) => r.action === 'application.create').slice(-4)

@@ -112,7 +112,7 @@ t.test('/logs: times past year 9999 UTC and out-of-range cursors are 400 naming 
 
 t.test('numbers in a query are written in decimal digits: other spellings Number() reads are 400 naming the parameter', async (t) => {
   // ajv coerced any text Number() reads, so size=0x10 listed 16 and after_seq=1e1 resumed after 10.
-  const spellings = ['0x10', '0b11', '0o7', '1e1', '%205', '5%20', '+5', '.5', 'Infinity']
+  const spellings = ['0x10', '0b11', '0o7', '1e1', '%205', '5%20', '+5', '.5', 'Infinity', '1.9999999999999999', '2.0']
   const routes: [string, string, string][] = [
     ['/tokens?page=', 'page', key],
     ['/tokens?size=', 'size', key],

@@ -26,22 +26,24 @@ export function validator<S extends TSchema>(schema: S, options: { query?: boole
   }
 }
 
-/** The top-level properties of a query schema that ajv coerces to numbers. */
-function numericParameters(schema: TSchema): string[] {
+/** How each number a query schema holds (top level) must be written. */
+const SPELLINGS = { integer: /^-?\d+$/, number: /^-?\d+(?:\.\d+)?$/ } as const
+
+/** The top-level properties of a query schema that ajv coerces to numbers, with their spelling. */
+function numericParameters(schema: TSchema): [string, RegExp][] {
   const properties = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {}
-  return Object.keys(properties).filter((name) => properties[name]!.type === 'integer' || properties[name]!.type === 'number')
+  return Object.entries(properties).flatMap(([name, { type }]) => (type === 'integer' || type === 'number' ? [[name, SPELLINGS[type]] as [string, RegExp]] : []))
 }
 
-const DECIMAL = /^-?\d+(?:\.\d+)?$/
-
 /**
- * ajv coerces any text `Number()` reads: `size=0x10` would be 16, `size=1e1` 10 and `size= 5`
- * 5. A number in a query is written in decimal digits; anything else is named as invalid.
+ * ajv coerces any text `Number()` reads: `size=0x10` would be 16, `size=1e1` 10, `size= 5` 5
+ * and `size=1.9999999999999999` 2. A number in a query is written in decimal digits (an integer
+ * without a fraction); anything else is named as invalid.
  */
-function undecimalParameters(query: unknown, names: readonly string[]): FieldErrors | undefined {
-  if (names.length === 0 || query === null || typeof query !== 'object') return undefined
-  const bad = names.filter((name) => [(query as Record<string, unknown>)[name]].flat().some((item) => typeof item === 'string' && !DECIMAL.test(item)))
-  return bad.length === 0 ? undefined : Object.fromEntries(bad.map((name) => [name, ['must be a number written in decimal digits']]))
+function undecimalParameters(query: unknown, numeric: readonly [string, RegExp][]): FieldErrors | undefined {
+  if (numeric.length === 0 || query === null || typeof query !== 'object') return undefined
+  const bad = numeric.filter(([name, spelling]) => [(query as Record<string, unknown>)[name]].flat().some((item) => typeof item === 'string' && !spelling.test(item)))
+  return bad.length === 0 ? undefined : Object.fromEntries(bad.map(([name]) => [name, ['must be a number written in decimal digits']]))
 }
 
 /**
