@@ -1,3 +1,4 @@
+import { parseKeyring } from '../vault/crypto/parse-keyring.js'
 import type { Config } from './load-config.js'
 
 const SECRET_KEYS = new Set<keyof Config>(['masterKey', 'bootstrapApiKey', 'operatorKey', 'keyHashSecret'])
@@ -18,7 +19,8 @@ export function describeConfig(config: Config): Record<string, unknown> {
 }
 
 function describeSecret(name: keyof Config, value: string | undefined, dataDir: string): string {
-  if (name === 'masterKey' && value) return `(hidden; key ids ${value.split(',').map((k) => k.split(':')[0]!.trim()).join(', ')}, the first encrypts)`
+  // The ids as the keyring reads them (validated at load): a bare key has none of its own, it is `k1`.
+  if (name === 'masterKey' && value) return `(hidden; key ids ${parseKeyring(value).ids.join(', ')}, the first encrypts)`
   if (value) return '(hidden)'
   if (name === 'masterKey' || name === 'keyHashSecret') return `(unset: generated once into ${dataDir}/secrets.json)`
   return '(unset)'

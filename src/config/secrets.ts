@@ -89,6 +89,8 @@ function readSecretsFile(file: string): SecretsFile {
     return JSON.parse(readFileSync(file, 'utf8')) as SecretsFile
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {}
+    // Not JSON.parse's message: it quotes the text around the fault, which may be a key.
+    if (err instanceof SyntaxError) throw new SecretsError(`cannot read ${file}: it is not valid JSON`)
     throw new SecretsError(`cannot read ${file}: ${(err as Error).message}`)
   }
 }

@@ -277,6 +277,13 @@ t.test('the CLI never generates secrets: the environment, else secrets.json, els
   const partial = await cli(env, 'tenant', 'create', 'acme')
   t.same([partial.code, partial.err], [2, `tessera: SVC_KEY_HASH_SECRET is not set and ${file} holds no key_hash_secret: set it to the servers' value (operator commands never generate secrets)`])
 
+  // A file that is not JSON is named, and the text around the fault (a key, perhaps) is not quoted.
+  const pasted = masterKey('k1')
+  writeFileSync(file, `{"master_key": ${pasted}}`)
+  const corrupt = await cli(env, 'tenant', 'create', 'acme')
+  t.same([corrupt.code, corrupt.err], [2, `tessera: cannot read ${file}: it is not valid JSON`])
+  t.notMatch(corrupt.err, pasted.slice(3, 11), 'no part of the key')
+
   // A server's first start without the variables generates both into the data dir; the CLI uses them.
   rmSync(file)
   const generated = resolveSecrets(testConfig(env))
