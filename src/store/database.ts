@@ -125,7 +125,10 @@ interface AdminConnection {
  * trace to the console for every failed attempt, which the CLI would show the operator.
  */
 function adminKnex(admin: AdminConnection, schema?: string): Knex {
-  return knexFactory({ client: 'pg', connection: admin.url, searchPath: schema ? [schema] : undefined, pool: { min: 0, max: 1 }, acquireConnectionTimeout: admin.acquireTimeoutMs, log: knexLog(admin.logger) })
+  // connectionTimeoutMillis ends the attempt itself too: a server that takes the connection and
+  // never answers (frozen, partitioned) otherwise kept its socket, and a CLI command, open forever.
+  const connection = { connectionString: admin.url, connectionTimeoutMillis: admin.acquireTimeoutMs }
+  return knexFactory({ client: 'pg', connection, searchPath: schema ? [schema] : undefined, pool: { min: 0, max: 1 }, acquireConnectionTimeout: admin.acquireTimeoutMs, log: knexLog(admin.logger) })
 }
 
 async function createSchema(connection: AdminConnection, schema: string): Promise<void> {

@@ -4,10 +4,13 @@ import { AppError } from '../errors/index.js'
 export const RETRY_AFTER_SECONDS = 5
 
 // SQLSTATEs that mean "the database could not do it now", not "the request is wrong":
-// 57014 statement time-out, 57P01-03 shutdown / crash / not yet accepting, 53300 too many
-// connections, 55P03 lock time-out, 25P03 idle-in-transaction time-out, class 08 connection,
-// 40P01 deadlock and 40001 serialization failure (the transaction was rolled back: a retry may pass).
-const SERVER_CODES = new Set(['57014', '57P01', '57P02', '57P03', '53300', '55P03', '25P03', '40P01', '40001'])
+// 57014 statement time-out, 57P01-03 shutdown / crash / not yet accepting, class 53 insufficient
+// resources (53100 disk full, 53200 out of memory, 53300 too many connections), 58030 I/O error,
+// 55P03 lock time-out, 25P03 idle-in-transaction time-out, class 08 connection, 40P01 deadlock
+// and 40001 serialization failure (the transaction was rolled back: a retry may pass). The
+// statement was refused, so nothing of it took effect.
+const SERVER_CODES = new Set(['57014', '57P01', '57P02', '57P03', '58030', '55P03', '25P03', '40P01', '40001'])
+const SERVER_CLASSES = ['08', '53']
 // Socket-level failures of the driver (no SQLSTATE).
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'])
 // pg and knex report these without a code.
@@ -31,7 +34,7 @@ export type Failure = 'server' | 'client' | undefined
 export function classifyFailure(err: unknown): Failure {
   if (typeof err !== 'object' || err === null) return undefined
   const { code, name } = err as { code?: unknown; name?: unknown }
-  if (typeof code === 'string' && (SERVER_CODES.has(code) || code.startsWith('08'))) return 'server'
+  if (typeof code === 'string' && (SERVER_CODES.has(code) || SERVER_CLASSES.includes(code.slice(0, 2)))) return 'server'
   if (typeof code === 'string' && SOCKET_CODES.has(code)) return 'client'
   if (name === 'KnexTimeoutError') return 'client'
   const message = (err as { message?: unknown }).message

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
@@ -44,6 +45,12 @@ t.test('config: effective values, secrets hidden; a bad variable is exit 2', asy
   t.equal(shown.databaseUrl, 'postgres://tessera:hidden@db:5432/tessera')
   t.equal(shown.audit.secret, '(hidden)')
   for (const secret of [env.SVC_MASTER_KEY.split(',')[0]!.slice(3), env.SVC_OPERATOR_KEY, env.SVC_KEY_HASH_SECRET, env.SVC_AUDIT_SECRET, 's3cret-pw']) t.notMatch(res.out, secret)
+  // One bare key (it has no id of its own; the keyring calls it k1) is hidden too.
+  const bare = masterKey('k1').slice(3)
+  const single = await cli({ SVC_MASTER_KEY: bare, SVC_KEY_HASH_SECRET: 'h'.repeat(40) }, 'config', '--json')
+  t.equal(single.code, 0, single.err)
+  t.equal(JSON.parse(single.out).masterKey, '(hidden; key ids k1, the first encrypts)')
+  t.notMatch(single.out + single.err, bare, 'a bare key is never printed')
   const bad = await cli({ PORT: 'abc', SVC_RATE_LIMIT_GLOBAL: 'lots' }, 'config')
   t.equal(bad.code, 2)
   t.match(bad.err, /PORT must be /)
@@ -63,18 +70,27 @@ t.test('the installed entry point and the npm script alias', async (t) => {
   t.equal(pkg.scripts['audit-prune'], `${pkg.scripts.tessera} audit prune`)
 })
 
-t.test('a database that cannot be reached: one clear line on stderr and the documented exit code', async (t) => {
+t.test('a database that cannot be reached, or takes the connection and never answers: one clear line on stderr and the documented exit code', async (t) => {
   const run = promisify(execFile)
-  const port = await closedPort()
-  const env = { ...process.env, DATABASE_URL: `postgres://tessera:pw-${randomBytes(4).toString('hex')}@127.0.0.1:${port}/tessera`, SVC_KEY_HASH_SECRET: 'h'.repeat(40), SVC_MASTER_KEY: masterKey('k1'), SVC_DB_ACQUIRE_TIMEOUT_MS: '1000', SVC_LOG_LEVEL: 'silent' }
-  for (const [argv, code] of [[['tenant', 'create', 'acme'], 1], [['master-key', 'rewrap'], 1], [['migrate'], 1], [['audit', 'prune'], 1], [['audit', 'verify'], 2]] as const) {
-    const failed = await run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...argv], { env, timeout: 30_000 }).then(() => ({ code: 0, stdout: '', stderr: '' }), (err: { code: number; stdout: string; stderr: string }) => err)
-    t.equal(failed.code, code, `${argv.join(' ')}: exit ${code}`)
-    const lines = failed.stderr.trim().split('\n')
-    t.equal(lines.length, 1, `${argv.join(' ')}: one line (${JSON.stringify(failed.stderr)})`)
-    t.match(lines[0], /^tessera: /)
-    t.equal(failed.stdout, '', `${argv.join(' ')}: nothing on stdout (no driver warnings, no stack traces)`)
-    t.notMatch(failed.stderr, env.DATABASE_URL.split(':')[2]!.split('@')[0]!, 'never the password')
+  // A frozen server or a partition: the connection is accepted, nothing ever comes back.
+  const held: net.Socket[] = []
+  const silent = net.createServer((socket) => void held.push(socket))
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => {
+    held.forEach((socket) => socket.destroy())
+    silent.close()
+  })
+  for (const port of [await closedPort(), (silent.address() as net.AddressInfo).port]) {
+    const env = { ...process.env, DATABASE_URL: `postgres://tessera:pw-${randomBytes(4).toString('hex')}@127.0.0.1:${port}/tessera`, SVC_KEY_HASH_SECRET: 'h'.repeat(40), SVC_MASTER_KEY: masterKey('k1'), SVC_DB_ACQUIRE_TIMEOUT_MS: '1000', SVC_LOG_LEVEL: 'silent' }
+    for (const [argv, code] of [[['tenant', 'create', 'acme'], 1], [['master-key', 'rewrap'], 1], [['migrate'], 1], [['audit', 'prune'], 1], [['audit', 'verify'], 2]] as const) {
+      const failed = await run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...argv], { env, timeout: 30_000 }).then(() => ({ code: 0, stdout: '', stderr: '' }), (err: { code: number; stdout: string; stderr: string }) => err)
+      t.equal(failed.code, code, `${argv.join(' ')}: exit ${code}`)
+      const lines = failed.stderr.trim().split('\n')
+      t.equal(lines.length, 1, `${argv.join(' ')}: one line (${JSON.stringify(failed.stderr)})`)
+      t.match(lines[0], /^tessera: /)
+      t.equal(failed.stdout, '', `${argv.join(' ')}: nothing on stdout (no driver warnings, no stack traces)`)
+      t.notMatch(failed.stderr, env.DATABASE_URL.split(':')[2]!.split('@')[0]!, 'never the password')
+    }
   }
 })
 

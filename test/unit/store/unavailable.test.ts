@@ -6,6 +6,9 @@ t.test('failures of availability are told apart from other database errors', asy
   t.equal(classifyFailure(Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' })), 'server')
   t.equal(classifyFailure(Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' })), 'server')
   t.equal(classifyFailure(Object.assign(new Error('connection failure'), { code: '08006' })), 'server')
+  // A full disk, memory or I/O failure refused the statement: 503, not 500.
+  for (const code of ['53100', '53200', '53300', '53000', '58030']) t.equal(classifyFailure(Object.assign(new Error('could not extend file'), { code })), 'server', code)
+  t.equal(classifyFailure(Object.assign(new Error('value too long'), { code: '22001' })), undefined, 'a data error is not one of availability')
   t.equal(classifyFailure(new Error('Query read timeout')), 'client')
   t.equal(classifyFailure(new Error('Connection terminated unexpectedly')), 'client')
   t.equal(classifyFailure(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })), 'client')
