@@ -9,11 +9,16 @@ export interface ServiceProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>
 }
 
-/** Runs `src/main.ts` as a real process (as `npm start` does, from source), killed with the test. */
-export async function spawnService(t: { teardown(fn: () => unknown): void }, env: Record<string, string>): Promise<ServiceProcess> {
+/**
+ * Runs `src/main.ts` as a real process (as `npm start` does, from source), killed with the test.
+ * `detached`: it leads a process group of its own (with its Reactor runtime), as under a shell's
+ * Ctrl-C or systemd, which signal the whole group.
+ */
+export async function spawnService(t: { teardown(fn: () => unknown): void }, env: Record<string, string>, options: { detached?: boolean } = {}): Promise<ServiceProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     env: { PATH: process.env.PATH ?? '', PORT: '0', SVC_PROXY_ALLOW_HTTP: 'true', SVC_PROXY_ALLOW_PRIVATE: 'true', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.detached === true,
   })
   t.teardown(() => child.kill('SIGKILL'))
   let out = ''

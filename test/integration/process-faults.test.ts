@@ -161,3 +161,22 @@ t.test('readiness goes down as soon as the drain starts', async (t) => {
   t.equal(res.status, 503)
   t.match(await res.json(), { status: 'down', components: { serving: 'down', database: 'ok' } })
 })
+
+t.test('SIGTERM to the whole process group (Ctrl-C, systemd): the Reactor runtime stays for the drain, and a call in flight finishes', { timeout: 120_000 }, async (t) => {
+  const env: Record<string, string> = { ...(await installation(t, true)), SVC_SHUTDOWN_GRACE_MS: '10000', SVC_LOG_LEVEL: 'info' }
+  const svc = await spawnService(t, env, { detached: true })
+  const admin = env.SVC_BOOTSTRAP_API_KEY!
+  const key = await privateKey(svc, admin)
+  const code = 'module.exports = async function () { const end = Date.now() + 1500; while (Date.now() < end) {} return { raw: "finished" } }'
+  const reactor = await fetch(`${svc.base}/reactors`, json(admin, { name: 'busy', code }))
+  t.equal(reactor.status, 201)
+  const reactorId = ((await reactor.json()) as { id: string }).id
+  const call = fetch(`${svc.base}/reactors/${reactorId}/react`, json(key, { args: {} }))
+  await new Promise((resolve) => setTimeout(resolve, 500))
+  // As a terminal's Ctrl-C or systemd's KillMode=control-group: every process of the group.
+  process.kill(-svc.child.pid!, 'SIGTERM')
+  const answer = await call
+  t.equal(answer.status, 200, 'the call in flight finishes within the grace')
+  t.same(await answer.json(), { raw: 'finished' })
+  t.equal((await svc.exited).code, 0, 'exit 0')
+})

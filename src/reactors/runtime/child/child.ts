@@ -42,3 +42,8 @@ process.on('message', (message: ParentMessage) => {
 })
 // Never outlive the API process: an orphaned runtime would hold isolates forever.
 process.on('disconnect', () => process.exit())
+// The API process decides when the runtime ends (its close, or SIGKILL at the shutdown deadline).
+// A signal to the whole process group (a terminal's Ctrl-C, systemd's KillMode=control-group)
+// reaches this process too, and must not end the calls the API is still draining.
+process.on('SIGTERM', () => undefined)
+process.on('SIGINT', () => undefined)
