@@ -227,6 +227,13 @@ function valueProblems(set: Record<string, string | undefined>): string[] {
       problems.push(...err.problems.map((p) => `SVC_MASTER_KEY: ${p}`))
     }
   }
+  // The pattern names the scheme; the rest must parse too (a port past 65535, a bracket left
+  // open), or the driver falls back to its defaults and fails later with another story. The
+  // value is never quoted: it may hold a password.
+  for (const name of ['DATABASE_URL', 'REDIS_URL'] as const) {
+    const url = set[name]
+    if (url?.trim() && !URL.canParse(url.trim())) problems.push(`${name} is not a valid URL (host, a port from 1 to 65535, percent-encoded user and password); its value is not shown`)
+  }
   for (const entry of listEntries(set.SVC_TRUSTED_PROXIES ?? '')) {
     try {
       parseRange(entry)

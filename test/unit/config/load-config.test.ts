@@ -97,6 +97,13 @@ t.test('structured values are parsed at load: a bad master key or trusted proxy 
   t.doesNotThrow(() => loadConfig({ SVC_MASTER_KEY: `k2:${randomBytes(32).toString('base64')},k1:${randomBytes(32).toString('base64')}`, SVC_TRUSTED_PROXIES: '10.0.0.0/8, ::1' }))
 })
 
+t.test('DATABASE_URL and REDIS_URL must parse as URLs, and are never quoted', async (t) => {
+  const urls = t.throws(() => loadConfig({ DATABASE_URL: 'postgres://u:secret-pw@127.0.0.1:99999/db', REDIS_URL: 'redis://:secret-pw@[::1:6379' })) as ConfigError
+  t.match(urls.problems, [/^DATABASE_URL is not a valid URL/, /^REDIS_URL is not a valid URL/])
+  t.notMatch(urls.message, 'secret-pw')
+  t.doesNotThrow(() => loadConfig({ DATABASE_URL: 'postgres:///tessera', REDIS_URL: 'rediss://:pw@cache.internal:6380/1' }))
+})
+
 t.test('every rate scope has its variable and default, and scope maps list each scope once', async (t) => {
   const c = loadConfig({ SVC_RATE_LIMIT_TOKENS_CREATE: '7/3' })
   t.same(Object.keys(c.rateLimit.scopes), [...rateScopes])
