@@ -8,6 +8,7 @@ import { migrationSource } from '../../migrations/index.js'
 import { BoundedPg, BoundedPgLite, type UnavailableCounts } from './bounded-client.js'
 import { lockDataDir } from './data-dir-lock.js'
 import { Listener, type ListenerState } from './listener.js'
+import { unavailableError } from './unavailable.js'
 
 export type DatabaseKind = 'postgres' | 'pglite'
 export type { ListenerState } from './listener.js'
@@ -90,8 +91,12 @@ export async function openDatabase(config: Config, options: OpenDatabaseOptions 
     return db
   }
   const admin = { url: config.databaseUrl, acquireTimeoutMs: config.database.acquireTimeoutMs, logger: options.logger }
-  if (options.migrate !== false) await migratePostgres(admin, options.schema)
-  else if (options.schema) await createSchema(admin, options.schema)
+  try {
+    if (options.migrate !== false) await migratePostgres(admin, options.schema)
+    else if (options.schema) await createSchema(admin, options.schema)
+  } catch (err) {
+    throw notConnected(err) ?? err
+  }
   return openPostgres(config, config.databaseUrl, options)
 }
 
@@ -129,6 +134,16 @@ function adminKnex(admin: AdminConnection, schema?: string): Knex {
   // never answers (frozen, partitioned) otherwise kept its socket, and a CLI command, open forever.
   const connection = { connectionString: admin.url, connectionTimeoutMillis: admin.acquireTimeoutMs }
   return knexFactory({ client: 'pg', connection, searchPath: schema ? [schema] : undefined, pool: { min: 0, max: 1 }, acquireConnectionTimeout: admin.acquireTimeoutMs, log: knexLog(admin.logger) })
+}
+
+/**
+ * The schema connection never opened (refused, or no answer within the bound): nothing was
+ * sent, so it is the usual "did not answer in time; nothing was changed", not knex's "pool is
+ * probably full" or a bare ECONNREFUSED. Failures after it opened are left as they are.
+ */
+function notConnected(err: unknown): Error | undefined {
+  const { name, code } = (err ?? {}) as { name?: unknown; code?: unknown }
+  return name === 'KnexTimeoutError' || code === 'ECONNREFUSED' ? unavailableError(err, false) : undefined
 }
 
 async function createSchema(connection: AdminConnection, schema: string): Promise<void> {
