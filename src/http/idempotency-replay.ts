@@ -41,10 +41,26 @@ export function redactForReplay(value: unknown): unknown {
   return out
 }
 
-/** What is stored of an answer; anything but JSON (or no body) is withheld. */
-export function storedAnswer(status: number, body: unknown, policy: ReplayPolicy): StoredAnswer {
+/**
+ * What is stored of an answer; anything but JSON (or no body) is withheld. `jsonText`: a text
+ * body is JSON (a scalar `answerJson` sent) and is stored as its value.
+ */
+export function storedAnswer(status: number, body: unknown, policy: ReplayPolicy, jsonText = false): StoredAnswer {
   if (body === undefined || body === null) return { status, body: null, withheld: false }
-  const json = typeof body === 'object' && !Buffer.isBuffer(body) && typeof (body as { pipe?: unknown }).pipe !== 'function'
+  const json = jsonValue(body, jsonText)
   if (policy === 'withhold' || !json) return { status, body: null, withheld: true }
-  return { status, body: JSON.stringify(redactForReplay(body)), withheld: false }
+  return { status, body: JSON.stringify(redactForReplay(json.value)), withheld: false }
+}
+
+function jsonValue(body: unknown, jsonText: boolean): { value: unknown } | undefined {
+  if (typeof body === 'string') {
+    if (!jsonText) return undefined
+    try {
+      return { value: JSON.parse(body) as unknown }
+    } catch {
+      return undefined
+    }
+  }
+  if (typeof body !== 'object' || Buffer.isBuffer(body) || typeof (body as { pipe?: unknown }).pipe === 'function') return undefined
+  return { value: body }
 }

@@ -66,7 +66,7 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache, o
       type: current.type as TokenTypeName,
       data,
       containers: patch.containers ?? current.containers,
-      metadata: patch.metadata === undefined ? current.metadata : (mergePatch(current.metadata, patch.metadata ?? {}) as Record<string, string>),
+      metadata: patch.metadata === undefined ? current.metadata : patch.metadata === null ? {} : (mergePatch(current.metadata, patch.metadata) as Record<string, string>),
       mask: patch.mask === undefined ? current.mask : patch.mask,
       fingerprint_expression: patch.fingerprint_expression === undefined ? current.fingerprint_expression : patch.fingerprint_expression,
       search_indexes: patch.search_indexes === undefined ? current.search_indexes : patch.search_indexes,

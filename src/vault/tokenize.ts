@@ -1,4 +1,4 @@
-import { answerTransform, authorizeContainers } from '../auth/policies.js'
+import { answerTransform, authorizeContainers, equalityScopes } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import { AppError, ValidationError, type FieldErrors } from '../errors/index.js'
 import { compileValue, ExpressionError } from '../expressions/index.js'
@@ -7,18 +7,13 @@ import type { Store, TokenRecord } from '../store/index.js'
 import { isUniqueViolation } from '../store/index.js'
 import { buildTokenRecord, type TokenFields } from './token-builder.js'
 import type { TokenService, TokenView } from './token-service.js'
-import { isTokenTypeName } from './types/index.js'
+import { isTokenTypeName, TOKEN_TYPE_NAMES } from './types/index.js'
 import { requireReady, type VaultKeys } from './vault-keys.js'
 
 const MAX_TOKENS_PER_CALL = 1000
-const FULL_TOKEN_KEYS = new Set(['id', 'type', 'data', 'containers', 'metadata', 'mask', 'fingerprint_expression', 'search_indexes', 'expires_at'])
+/** The fields of POST /tokens: an object with `type` and `data` is a full token and may have only these. */
+const FULL_TOKEN_KEYS = new Set(['id', 'type', 'data', 'containers', 'metadata', 'mask', 'fingerprint_expression', 'search_indexes', 'deduplicate_token', 'expires_at'])
 
-/**
- * `POST /tokenize`: every leaf becomes a `token` token and every `{type, data, ...}` object a
- * full token; the answer has the same shape. All or nothing: one transaction, and nothing is
- * written unless every token validates and is permitted. Full tokens in the answer show no
- * more than each of `viewers` may read (a Reactor's `{tokenize}` result goes to its caller).
- */
 /** What tokenizing writes with: the store (one transaction), the vault keys and the token service. */
 export interface TokenizeDeps {
   store: Store
@@ -26,6 +21,13 @@ export interface TokenizeDeps {
   tokens: TokenService
 }
 
+/**
+ * `POST /tokenize`: every leaf becomes a `token` token and every object with `type` and `data`
+ * a full token, validated as POST /tokens validates its body (`deduplicate_token` included); the
+ * answer has the same shape. All or nothing: one transaction, and nothing is written unless
+ * every token validates and is permitted. Full tokens in the answer show no more than each of
+ * `viewers` may read (a Reactor's `{tokenize}` result goes to its caller).
+ */
 export async function tokenizeValue(
   deps: TokenizeDeps,
   principal: Principal,
@@ -40,29 +42,40 @@ export async function tokenizeValue(
   // was not, and must be refused as that body would be, before any id or metadata reaches the store.
   const unsafe = findUnsafeText(value)
   if (unsafe !== undefined) throw new ValidationError(unsafe)
-  const records: { record: TokenRecord; data: unknown; full: boolean }[] = []
+  const records: { record: TokenRecord; data: unknown; full: boolean; deduplicate?: boolean; existing?: TokenRecord }[] = []
   const errors: FieldErrors = {}
+  const fieldPath = (path: string, field: string) => [path, field].filter(Boolean).join('.') || 'body'
 
   const walk = (node: unknown, path: string): unknown => {
     if (node === null) return null
     if (records.length >= MAX_TOKENS_PER_CALL) throw new AppError('bad_request', { detail: `At most ${MAX_TOKENS_PER_CALL} tokens per request.` })
     if (Array.isArray(node)) return node.map((child, i) => walk(child, `${path}[${i}]`))
     if (typeof node === 'object') {
-      if (isFullToken(node)) return collect(node as TokenFields, path, true)
+      if (isFullToken(node)) return collectFull(node, path)
       return Object.fromEntries(Object.entries(node).map(([k, child]) => [k, walk(child, path ? `${path}.${k}` : k)]))
     }
     return collect({ type: 'token', data: node }, path, false)
   }
 
-  const collect = (fields: TokenFields, path: string, full: boolean): number => {
+  const collectFull = (node: Record<string, unknown>, path: string): number => {
+    const { deduplicate_token: deduplicate, ...fields } = node
+    const problems: FieldErrors = {}
+    for (const key of Object.keys(node)) if (!FULL_TOKEN_KEYS.has(key)) problems[key] = ['is not a known field']
+    if (!isTokenTypeName(fields.type)) problems.type = [`must be one of: ${TOKEN_TYPE_NAMES.join(', ')}`]
+    if (deduplicate !== undefined && typeof deduplicate !== 'boolean') problems.deduplicate_token = ['must be a boolean']
+    for (const [field, messages] of Object.entries(problems)) (errors[fieldPath(path, field)] ??= []).push(...messages)
+    return Object.keys(problems).length ? -1 : collect(fields as unknown as TokenFields, path, true, deduplicate === true)
+  }
+
+  const collect = (fields: TokenFields, path: string, full: boolean, deduplicate = false): number => {
     try {
       const record = buildTokenRecord(principal.tenantId, fields, principal.id, crypto)
       authorizeContainers(principal, 'token:create', record.id, record.containers)
-      records.push({ record, data: fields.data, full })
+      records.push({ record, data: fields.data, full, deduplicate })
     } catch (err) {
       if (!(err instanceof AppError)) throw err
       const entries = err.errors ? Object.entries(err.errors) : [['', [err.detail ?? err.title]] as const]
-      for (const [field, messages] of entries) (errors[[path, field].filter(Boolean).join('.') || 'body'] ??= []).push(...messages)
+      for (const [field, messages] of entries) (errors[fieldPath(path, field)] ??= []).push(...messages)
       if (err.status === 403 && !err.errors) throw err
     }
     return records.length - 1
@@ -70,11 +83,19 @@ export async function tokenizeValue(
 
   const shape = walk(value, '')
   if (Object.keys(errors).length) throw new ValidationError(errors)
+  // As POST /tokens: the existing token only where every viewer would see its fingerprint anyway.
+  const sameValue = [...equalityScopes(principal, 'token:create'), ...viewers.filter((v) => v !== principal).flatMap((v) => equalityScopes(v, 'token:read'))]
+  for (const entry of records) {
+    if (entry.deduplicate && entry.record.fingerprint) {
+      entry.existing = await deps.store.tokens.findByFingerprint(principal.tenantId, entry.record.type, entry.record.fingerprint, sameValue)
+    }
+  }
+  const fresh = records.filter((entry) => !entry.existing)
   try {
     const insertAll = () =>
       deps.store.transaction(async (trx) => {
         const replaced: string[] = []
-        for (const { record } of records) {
+        for (const { record } of fresh) {
           const inserted = await deps.store.tokens.insert(record, trx)
           if (inserted === 'taken') throw new AppError('conflict', { detail: 'A token with one of these ids exists.' })
           if (inserted === 'replaced') replaced.push(record.id)
@@ -82,24 +103,26 @@ export async function tokenizeValue(
         return replaced
       })
     // All or nothing: if the COMMIT's answer was lost, one record tells whether all landed.
-    const first = records[0]?.record
+    const first = fresh[0]?.record
     const replaced = first ? await deps.store.confirmed(insertAll, () => deps.store.tokens.stored(first)) : []
-    await deps.tokens.forgetReplaced(principal.tenantId, replaced ?? records.map(({ record }) => record.id))
+    await deps.tokens.forgetReplaced(principal.tenantId, replaced ?? fresh.map(({ record }) => record.id))
   } catch (err) {
     if (isUniqueViolation(err)) throw new AppError('conflict', { detail: 'A token with one of these ids exists.', cause: err })
     throw err
   }
-  const views = records.map(({ record, data, full }) => (full ? deps.tokens.view(record, answerTransform(principal, 'token:create', record, viewers), data) : undefined))
+  const views = records.map(({ record, data, full, existing }) => {
+    if (existing) return deps.tokens.view(existing, answerTransform(principal, 'token:create', existing, viewers))
+    return full ? deps.tokens.view(record, answerTransform(principal, 'token:create', record, viewers), data) : undefined
+  })
   await audit?.(
-    records.map(({ record }) => record.id),
+    records.map(({ record, existing }) => (existing ?? record).id),
     views.filter((v) => v !== undefined),
   )
   return fill(shape, views.map((view, i) => (view ? present(view) : records[i]!.record.id)))
 }
 
-function isFullToken(node: object): boolean {
-  const keys = Object.keys(node)
-  return 'type' in node && 'data' in node && isTokenTypeName((node as { type: unknown }).type) && keys.every((k) => FULL_TOKEN_KEYS.has(k))
+function isFullToken(node: object): node is Record<string, unknown> {
+  return Object.hasOwn(node, 'type') && Object.hasOwn(node, 'data')
 }
 
 /** Replaces the record indexes `walk` left in the shape with the presented answers. */

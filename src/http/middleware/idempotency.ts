@@ -6,6 +6,7 @@ import type { IdempotencyService } from '../../idempotency/service.js'
 import { isUncertainWrite } from '../../store/unavailable.js'
 import type { AppState } from '../context.js'
 import { replayPolicy, storedAnswer } from '../idempotency-replay.js'
+import { answerJson } from '../json-answer.js'
 import { currentPrincipal } from './authenticate.js'
 import { readRaw } from './json-body.js'
 
@@ -33,7 +34,7 @@ export function idempotency(service: IdempotencyService, bodyLimitBytes: number,
     const start = await service.begin(principal.tenantId, key, fingerprint)
     if (start.kind === 'replay') {
       ctx.status = start.status
-      if (start.body !== undefined) ctx.body = start.body
+      if (start.body !== undefined) answerJson(ctx, start.body)
       ctx.set('SVC-Idempotent-Replayed', 'true')
       return
     }
@@ -49,7 +50,7 @@ export function idempotency(service: IdempotencyService, bodyLimitBytes: number,
       throw err
     }
     // The operation happened: its answer goes out even if it cannot be stored.
-    await start.complete(storedAnswer(ctx.status, ctx.body, policy)).catch((cause: unknown) =>
+    await start.complete(storedAnswer(ctx.status, ctx.body, policy, ctx.response.is('json') === 'json')).catch((cause: unknown) =>
       logger.error({ err: cause, traceId: ctx.state.traceId }, 'idempotent answer not stored; a retry after the lease runs the request again'),
     )
   }

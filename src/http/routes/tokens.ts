@@ -3,6 +3,7 @@ import { ValidationError } from '../../errors/index.js'
 import { detokenizeValue, tokenizeValue, type TokenizeDeps } from '../../vault/tokenize.js'
 import type { AppRouter } from '../context.js'
 import { tokenEvent } from '../audit-context.js'
+import { answerJson } from '../json-answer.js'
 import { currentPrincipal, requirePermission } from '../middleware/authenticate.js'
 import { presentPage } from '../presenters/common.js'
 import { presentToken } from '../presenters/tokens.js'
@@ -60,15 +61,17 @@ export function tokenRoutes(router: AppRouter, vault: TokenizeDeps, audit: Audit
   })
 
   router.post('/tokenize', requirePermission('token:create'), body.json, async (ctx) => {
-    ctx.body = await tokenizeValue(vault, currentPrincipal(ctx.state), ctx.state.body, presentToken, undefined, (ids, views) =>
+    const answer = await tokenizeValue(vault, currentPrincipal(ctx.state), ctx.state.body, presentToken, undefined, (ids, views) =>
       audit.record([tokenEvent(ctx, 'token.create', ids, 200, views)]),
     )
+    answerJson(ctx, answer)
   })
 
   router.post('/detokenize', requirePermission('token:read'), body.json, async (ctx) => {
-    ctx.body = await detokenizeValue(tokens, currentPrincipal(ctx.state), ctx.state.body, maxDetokenizeTokens, 'token:read', (ids) =>
+    const answer = await detokenizeValue(tokens, currentPrincipal(ctx.state), ctx.state.body, maxDetokenizeTokens, 'token:read', (ids) =>
       audit.record([Object.assign(tokenEvent(ctx, 'token.detokenize', [...ids], 200), { tokenIds: [...ids] })]),
     )
+    answerJson(ctx, answer)
   })
 }
 
