@@ -128,7 +128,7 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
 
   // Answers are replayed for 24 h. A claim's lease matches the server's request time-out (main.ts):
   // no request still runs when it ends, so a retry may then take over a claim whose process died.
-  const idempotency = idempotencyService(store, { ttlSeconds: 86_400, leaseSeconds: 120 })
+  const idempotency = idempotencyService(store, { ttlSeconds: 86_400, leaseSeconds: 120, secret: secrets.keyHashSecret })
 
   // Expired Applications, sessions, tokens and idempotency keys already fail (or are taken over)
   // at once; the sweep only reclaims rows.

@@ -23,19 +23,22 @@ export function replayPolicy(path: string): ReplayPolicy {
 /** A presented resource (it has `id` and `tenant_id`): its `key` and `data` are never kept. */
 const RESOURCE_SECRETS = new Set(['key', 'data'])
 
+/** A new session (it has `session_key`): its `nonce` authorizes it, so neither is kept. */
+const SESSION_SECRETS = new Set(['session_key', 'nonce'])
+
 /**
  * The replay form of a JSON answer: every presented resource loses `key` (Application and proxy
- * keys) and `data` (token data, whatever its transform), and `session_key` goes wherever it is.
- * A replay of a create that returned a key answers the resource without it (regenerate to get a
- * new one); a replayed token has no `data` (read it with GET).
+ * keys) and `data` (token data, whatever its transform), and a new session its `session_key` and
+ * `nonce`. A replay of a create that returned a key answers the resource without it (regenerate
+ * to get a new one); a replayed token has no `data` (read it with GET).
  */
 export function redactForReplay(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(redactForReplay)
   if (value === null || typeof value !== 'object') return value
-  const resource = 'id' in value && 'tenant_id' in value
+  const secrets = 'id' in value && 'tenant_id' in value ? RESOURCE_SECRETS : 'session_key' in value ? SESSION_SECRETS : undefined
   const out: Record<string, unknown> = {}
   for (const [name, field] of Object.entries(value)) {
-    if (name === 'session_key' || (resource && RESOURCE_SECRETS.has(name))) continue
+    if (secrets?.has(name)) continue
     out[name] = redactForReplay(field)
   }
   return out

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto'
+import { createHmac, createSecretKey, hkdfSync, randomUUID } from 'node:crypto'
 import { AppError } from '../errors/index.js'
 import type { Store } from '../store/index.js'
 
@@ -19,6 +19,8 @@ export interface IdempotencyOptions {
   ttlSeconds: number
   /** How long a claim holds while its request runs; after that a retry may take it over. */
   leaseSeconds: number
+  /** SVC_KEY_HASH_SECRET: request fingerprints are keyed with a key derived from it. */
+  secret: string
 }
 
 /**
@@ -28,6 +30,16 @@ export interface IdempotencyOptions {
  */
 export function idempotencyService(store: Store, options: IdempotencyOptions) {
   const repo = store.idempotency
+  const fingerprintKey = createSecretKey(Buffer.from(hkdfSync('sha256', options.secret, Buffer.alloc(0), 'tessera/idempotency/v1', 32)))
+
+  /**
+   * What a repeat must match: the caller, the request line and the body, as a keyed hash. An
+   * unkeyed hash let anyone reading the table find a body's card number by guessing (the rest of
+   * the input is known, and a PAN with a known BIN and last 4 digits has about 10^5 candidates).
+   */
+  function fingerprint(principalId: string, method: string, path: string, query: string, body: Buffer): string {
+    return createHmac('sha256', fingerprintKey).update(JSON.stringify([principalId, method, path, query])).update(body).digest('hex')
+  }
 
   async function begin(tenantId: string, key: string, fingerprint: string): Promise<IdempotencyStart> {
     // Two rounds: the row seen by a failed claim can expire or be released before we read it.
@@ -53,6 +65,7 @@ export function idempotencyService(store: Store, options: IdempotencyOptions) {
   }
 
   return {
+    fingerprint,
     begin,
     pruneExpired: () => repo.deleteExpired(),
   }

@@ -1,6 +1,5 @@
-import { randomUUID } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import t from 'tap'
-import { requestFingerprint } from '../../src/http/middleware/idempotency.js'
 import { startTestApp, type TestApp } from '../helpers/app.js'
 import { appKey, card, VISA } from '../helpers/tokens.js'
 
@@ -9,7 +8,7 @@ const idem = (key: string) => ({ 'SVC-IDEMPOTENCY-KEY': key })
 /** The tenant and the fingerprint of a request of `key`, so a test can hold a claim the way another process would. */
 async function claimOf(app: TestApp, key: string, path: string, body: string) {
   const principal = await app.services.authenticator.authenticate(key)
-  return { tenantId: principal.tenantId, fingerprint: requestFingerprint(principal.id, 'POST', path, '', Buffer.from(body)) }
+  return { tenantId: principal.tenantId, fingerprint: app.services.idempotency.fingerprint(principal.id, 'POST', path, '', Buffer.from(body)) }
 }
 
 async function storedRow(app: TestApp, key: string) {
@@ -72,7 +71,20 @@ t.test('idempotency keys', async (t) => {
     t.equal(first.status, 201)
     t.ok(first.body.session_key)
     const again = await app.request('POST', '/sessions', { key: publicKey, headers: idem('session-1') })
-    t.same(again.body, { nonce: first.body.nonce, expires_at: first.body.expires_at })
+    t.same(again.body, { expires_at: first.body.expires_at }, 'nor the nonce that authorizes it')
+    t.notOk(JSON.stringify(await storedRow(app, 'session-1')).includes(first.body.nonce), 'the nonce is not in the table')
+  })
+
+  t.test('what a repeat must match is a keyed hash: guessing the body against the table finds nothing', async (t) => {
+    const body = JSON.stringify({ type: 'card_number', data: VISA })
+    const created = await app.request('POST', '/tokens', { key: writer, rawBody: body, headers: { ...idem('at-rest-1'), 'content-type': 'application/json' } })
+    t.equal(created.status, 201)
+    const row = await storedRow(app, 'at-rest-1')
+    const principal = await app.services.authenticator.authenticate(writer)
+    const unkeyed = createHash('sha256').update(JSON.stringify([principal.id, 'POST', '/tokens', ''])).update(body).digest('hex')
+    t.not(row.fingerprint, unkeyed, 'not the plain SHA-256 of the known parts and the body')
+    t.equal(row.fingerprint, app.services.idempotency.fingerprint(principal.id, 'POST', '/tokens', '', Buffer.from(body)), 'the keyed one')
+    t.notOk(JSON.stringify(row).includes(VISA), 'no card number in the row')
   })
 
   t.test('the same key with another request is 422', async (t) => {

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto'
 import type { Middleware } from 'koa'
 import type { Logger } from 'pino'
 import { AppError, ValidationError } from '../../errors/index.js'
@@ -30,7 +29,7 @@ export function idempotency(service: IdempotencyService, bodyLimitBytes: number,
     if (!VALID_KEY.test(key)) throw ValidationError.field(IDEMPOTENCY_HEADER, 'must be 1 to 255 visible ASCII characters')
     const principal = currentPrincipal(ctx.state)
     const raw = (ctx.state.rawBody = await readRaw(ctx.req, bodyLimitBytes))
-    const fingerprint = requestFingerprint(principal.id, ctx.method, ctx.path, ctx.querystring, raw)
+    const fingerprint = service.fingerprint(principal.id, ctx.method, ctx.path, ctx.querystring, raw)
     const start = await service.begin(principal.tenantId, key, fingerprint)
     if (start.kind === 'replay') {
       ctx.status = start.status
@@ -56,7 +55,3 @@ export function idempotency(service: IdempotencyService, bodyLimitBytes: number,
   }
 }
 
-/** The caller is part of the request: another key of the tenant never gets this one's answer. */
-export function requestFingerprint(principalId: string, method: string, path: string, query: string, body: Buffer): string {
-  return createHash('sha256').update(JSON.stringify([principalId, method, path, query])).update(body).digest('hex')
-}

@@ -17,7 +17,7 @@ t.test('credentials and token data leave every presented resource', async (t) =>
   t.same(redactForReplay(app), { id: 'a', tenant_id: 't', name: 'n', permissions: [] })
   t.same(redactForReplay({ tenant: { id: 't', name: 'x' }, application: app }), { tenant: { id: 't', name: 'x' }, application: { id: 'a', tenant_id: 't', name: 'n', permissions: [] } })
   t.same(redactForReplay({ card: token, ids: ['x'] }), { card: { id: 'x', tenant_id: 't', type: 'card', metadata: { key: 'kept: not a resource' } }, ids: ['x'] })
-  t.same(redactForReplay({ session_key: 'key_s', nonce: 'n' }), { nonce: 'n' })
+  t.same(redactForReplay({ session_key: 'key_s', nonce: 'n', expires_at: 'e' }), { expires_at: 'e' }, 'a new session keeps neither its key nor the nonce that authorizes it')
   t.same(redactForReplay({ pagination: {}, data: [token] }), { pagination: {}, data: [{ id: 'x', tenant_id: 't', type: 'card', metadata: { key: 'kept: not a resource' } }] }, 'a list keeps its data array')
 })
 
