@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs'
 import path from 'node:path'
 import type { Config } from './load-config.js'
 
@@ -49,11 +49,26 @@ export function resolveSecrets(config: Config): Secrets {
     if (!stored.key_hash_secret) generated.push('key_hash_secret')
     stored.key_hash_secret = keyHashSecret
   }
-  if (generated.length) {
-    mkdirSync(path.dirname(file), { recursive: true })
-    writeFileSync(file, JSON.stringify(stored, null, 2), { mode: 0o600 })
-  }
+  if (generated.length) writePrivately(file, JSON.stringify(stored, null, 2))
   return { masterKey, keyHashSecret, generated }
+}
+
+/**
+ * A new file of mode 0600 renamed over `file`: never a half-written file, and never the mode of a
+ * file that was there before (one restored from a backup as 0644 would otherwise get the master key).
+ */
+function writePrivately(file: string, text: string): void {
+  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
+  const temporary = `${file}.${process.pid}.tmp`
+  rmSync(temporary, { force: true })
+  const fd = openSync(temporary, 'wx', 0o600)
+  try {
+    writeSync(fd, text)
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
+  renameSync(temporary, file)
 }
 
 /**

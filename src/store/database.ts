@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs'
+import { chmodSync, mkdirSync } from 'node:fs'
 import path from 'node:path'
 import knexFactory, { type Knex } from 'knex'
 import pg from 'pg'
@@ -210,7 +210,10 @@ async function openPglite(config: Config, options: OpenDatabaseOptions): Promise
   let unlock = async () => {}
   if (!options.inMemory) {
     const filename = path.resolve(config.dataDir, 'pglite')
-    mkdirSync(filename, { recursive: true })
+    // PGlite makes its files (the WAL too) readable and writable by all under the usual umask:
+    // like Postgres's own data directory, the one holding them is the server user's alone.
+    mkdirSync(filename, { recursive: true, mode: 0o700 })
+    chmodSync(filename, 0o700)
     // Before PGlite touches the files (knex starts it at once): one process owns them.
     unlock = await lockDataDir(filename, options.logger)
     connection = { filename }

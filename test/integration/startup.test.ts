@@ -2,7 +2,7 @@ import { spawn, spawnSync } from 'node:child_process'
 import http from 'node:http'
 import net from 'node:net'
 import type { AddressInfo } from 'node:net'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import t from 'tap'
@@ -69,6 +69,32 @@ t.test('embedded data survives a restart, and the bootstrap runs once', { skip: 
   t.teardown(() => second.close())
   t.equal((await second.authenticator.authenticate(key)).id, principal.id, 'same Application after restart')
   t.equal(await second.store.tenants.count(), 1, 'bootstrap did not run twice')
+})
+
+t.test("the data dir's secrets and embedded database are the server user's alone", { skip: process.env.DATABASE_URL ? 'embedded only' : false }, async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'tessera-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const mode = (file: string) => statSync(file).mode & 0o777
+  // As an operator might leave them: a directory made under umask 022, a secrets file restored from a backup.
+  chmodSync(dir, 0o755)
+  mkdirSync(path.join(dir, 'pglite'), { mode: 0o755 })
+  chmodSync(path.join(dir, 'pglite'), 0o755)
+  writeFileSync(path.join(dir, 'secrets.json'), JSON.stringify({ key_hash_secret: 'h'.repeat(44) }), { mode: 0o644 })
+  chmodSync(path.join(dir, 'secrets.json'), 0o644)
+
+  const config = testConfig({ SVC_DATA_DIR: dir })
+  const secrets = resolveSecrets(config)
+  t.same(secrets.generated, ['master_key'])
+  t.equal(mode(path.join(dir, 'secrets.json')), 0o600, 'the file that now holds the master key is 0600, whatever it was')
+  t.same(Object.keys(JSON.parse(readFileSync(path.join(dir, 'secrets.json'), 'utf8')) as object).sort(), ['key_hash_secret', 'master_key'], 'both secrets in it')
+  const services = await openServices(config, createLogger(config), secrets, { presentToken })
+  t.teardown(() => services.close())
+  t.equal(mode(path.join(dir, 'pglite')), 0o700, 'the database files (the WAL too) are reachable by no other user')
+
+  const fresh = path.join(dir, 'fresh')
+  resolveSecrets(testConfig({ SVC_DATA_DIR: fresh }))
+  t.equal(mode(fresh), 0o700, 'a data dir the server makes is 0700')
+  t.equal(mode(path.join(fresh, 'secrets.json')), 0o600)
 })
 
 t.test('SIGTERM drains in-flight requests, then exits 0', { timeout: 60_000 }, async (t) => {
