@@ -213,7 +213,11 @@ async function openPglite(config: Config, options: OpenDatabaseOptions): Promise
     // PGlite makes its files (the WAL too) readable and writable by all under the usual umask:
     // like Postgres's own data directory, the one holding them is the server user's alone.
     mkdirSync(filename, { recursive: true, mode: 0o700 })
-    chmodSync(filename, 0o700)
+    try {
+      chmodSync(filename, 0o700)
+    } catch (err) {
+      options.logger?.warn({ code: (err as NodeJS.ErrnoException).code, dir: filename }, 'the embedded database directory could not be made private (mode 0700); other users may read it')
+    }
     // Before PGlite touches the files (knex starts it at once): one process owns them.
     unlock = await lockDataDir(filename, options.logger)
     connection = { filename }
