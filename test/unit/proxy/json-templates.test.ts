@@ -46,3 +46,20 @@ t.test('errors are located with a JSON pointer', async (t) => {
   t.ok(invalid instanceof AppError && invalid.code === 'bad_request', 'not JSON: 400')
   t.notMatch((invalid as AppError).message, /tok_n/, 'the input is not quoted')
 })
+
+t.test('a deep body with many expressions is planned without a copy of its path per expression', async (t) => {
+  // 200,000 levels and 4,000 expressions (456 KB): a path kept per expression held 8e8 entries
+  // and the process died of it; the path is now found again only for an error.
+  const depth = 200_000
+  const sites = 4_000
+  const text = '['.repeat(depth) + Array(sites).fill('"{{tok_s}}"').join(',') + ']'.repeat(depth)
+  const out = render(text)
+  t.equal(out, '['.repeat(depth) + Array(sites).fill('"abc"').join(',') + ']'.repeat(depth))
+  const last = '['.repeat(depth) + Array(sites).fill('"{{tok_s}}"').join(',') + ',"{{ tok_o | last4 }}"' + ']'.repeat(depth)
+  try {
+    render(last)
+    t.fail('the last expression fails to render')
+  } catch (err) {
+    t.equal((err as ExpressionError).pointer, '/0'.repeat(depth - 1) + `/${sites}`, 'its pointer is still found')
+  }
+})

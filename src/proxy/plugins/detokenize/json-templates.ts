@@ -22,8 +22,6 @@ interface Site {
   start: number
   end: number
   template: Template
-  /** Array indexes and raw key literals from the root: decoded into a pointer only for an error. */
-  path: readonly (number | string)[]
 }
 
 /**
@@ -45,7 +43,7 @@ export function planJson(text: string, budget: TokenBudget): ((lookup: TokenLook
       try {
         value = renderTemplate(site.template, lookup, 'value')
       } catch (err) {
-        throw err instanceof ExpressionError ? err.at(toPointer(site.path)) : err
+        throw err instanceof ExpressionError ? err.at(pointerTo(text, site.start)) : err
       }
       out += text.slice(last, site.start) + JSON.stringify(value)
       last = site.end
@@ -66,25 +64,25 @@ function assertJson(text: string): void {
   }
 }
 
-/** One pass over valid JSON; stops as soon as no `{{` lies ahead (in JSON it can only sit in a string). */
-function findSites(text: string, budget: TokenBudget): Site[] {
-  const sites: Site[] = []
+/**
+ * One pass over valid JSON: `onString` gets every string literal (`start`/`end` span it, quotes
+ * included) with the frames above it, and whether it is a key; the pass stops when it answers false.
+ */
+function scan(text: string, onString: (start: number, end: number, stack: readonly Frame[], isKey: boolean) => boolean): void {
   const stack: Frame[] = []
   let expectKey = false
-  let next = text.indexOf('{{')
-  for (let i = 0; i < text.length && next !== -1; i++) {
+  for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i)
     if (c === QUOTE) {
       const end = closingQuote(text, i)
       const top = stack[stack.length - 1]
-      if (expectKey && top) {
+      const isKey = expectKey && top !== undefined
+      if (isKey) {
         top.rawKey = text.slice(i, end + 1)
         expectKey = false
-      } else if (next < end) {
-        sites.push(compileSite(text, i, end + 1, stack, budget))
       }
+      if (!onString(i, end + 1, stack, isKey)) return
       i = end
-      if (next < i) next = text.indexOf('{{', i)
     } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
       stack.push({ array: c === OPEN_ARRAY, index: 0, rawKey: '' })
       expectKey = c === OPEN_OBJECT
@@ -97,7 +95,36 @@ function findSites(text: string, budget: TokenBudget): Site[] {
       else expectKey = true
     }
   }
+}
+
+/**
+ * The value strings holding expressions; stops as soon as no `{{` lies ahead (in JSON it can only
+ * sit in a string). A site keeps no path: copying the frames for each one cost depth x sites (a
+ * 456 KB body 200,000 levels deep with 4,000 sites ran the process out of memory).
+ */
+function findSites(text: string, budget: TokenBudget): Site[] {
+  const sites: Site[] = []
+  let next = text.indexOf('{{')
+  if (next !== -1) {
+    scan(text, (start, end, stack, isKey) => {
+      if (next >= end) return true
+      if (!isKey) sites.push(compileSite(text, start, end, stack, budget))
+      next = text.indexOf('{{', end)
+      return next !== -1
+    })
+  }
   return sites
+}
+
+/** The JSON pointer of the value string at `offset`, for an error's message: the pass again, up to it. */
+function pointerTo(text: string, offset: number): string {
+  let pointer = ''
+  scan(text, (start, _end, stack) => {
+    if (start !== offset) return true
+    pointer = toPointer(stack)
+    return false
+  })
+  return pointer
 }
 
 function closingQuote(text: string, open: number): number {
@@ -113,20 +140,19 @@ function closingQuote(text: string, open: number): number {
 function compileSite(text: string, start: number, end: number, stack: readonly Frame[], budget: TokenBudget): Site {
   const literal = text.slice(start, end)
   const value = literal.includes('\\') ? (JSON.parse(literal) as string) : literal.slice(1, -1)
-  const path = stack.map((frame) => (frame.array ? frame.index : frame.rawKey))
   try {
     const template = parseTemplate(value)
     budget.take(template)
-    return { start, end, template, path }
+    return { start, end, template }
   } catch (err) {
-    throw err instanceof ExpressionError ? err.at(toPointer(path)) : err
+    throw err instanceof ExpressionError ? err.at(toPointer(stack)) : err
   }
 }
 
-function toPointer(path: readonly (number | string)[]): string {
+function toPointer(stack: readonly Frame[]): string {
   let out = ''
-  for (const step of path) {
-    const key = typeof step === 'number' ? String(step) : (JSON.parse(step) as string)
+  for (const frame of stack) {
+    const key = frame.array ? String(frame.index) : (JSON.parse(frame.rawKey) as string)
     out += '/' + key.replaceAll('~', '~0').replaceAll('/', '~1')
   }
   return out
