@@ -92,15 +92,13 @@ export async function tokenizeValue(
   }
   const fresh = records.filter((entry) => !entry.existing)
   try {
+    const ids = fresh.map(({ record }) => record.id)
+    if (new Set(ids).size < ids.length) throw new AppError('conflict', { detail: 'Two of these tokens have the same id.' })
     const insertAll = () =>
       deps.store.transaction(async (trx) => {
-        const replaced: string[] = []
-        for (const { record } of fresh) {
-          const inserted = await deps.store.tokens.insert(record, trx)
-          if (inserted === 'taken') throw new AppError('conflict', { detail: 'A token with one of these ids exists.' })
-          if (inserted === 'replaced') replaced.push(record.id)
-        }
-        return replaced
+        const stored = await deps.store.tokens.insertMany(fresh.map(({ record }) => record), trx)
+        if (stored === 'taken') throw new AppError('conflict', { detail: 'A token with one of these ids exists.' })
+        return stored.replaced
       })
     // All or nothing: if the COMMIT's answer was lost, one record tells whether all landed.
     const first = fresh[0]?.record
