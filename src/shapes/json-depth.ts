@@ -1,18 +1,38 @@
-/** Whether a parsed JSON value nests deeper than `max` levels; iterative, so any depth is safe to ask about. */
+/**
+ * Whether a parsed JSON value nests deeper than `max` levels; iterative, so any depth is safe to
+ * ask about. Nothing is allocated per value (only an object's key list): one frame per open
+ * container, at most `max` of them, kept in arrays reused level by level.
+ */
 export function depthExceeds(root: unknown, max: number): boolean {
-  const stack: [unknown, number][] = [[root, 1]]
-  while (stack.length) {
-    const [value, depth] = stack.pop()!
-    if (value === null || typeof value !== 'object') continue
-    if (depth > max) return true
-    for (const child of Object.values(value)) stack.push([child, depth + 1])
+  if (root === null || typeof root !== 'object') return false
+  if (max < 1) return true
+  const containers: Record<string, unknown>[] = []
+  const keys: (string[] | undefined)[] = []
+  const next: number[] = []
+  let depth = 0
+  for (let value: unknown = root; ; ) {
+    if (value !== null && typeof value === 'object') {
+      if (depth >= max) return true
+      const list = Array.isArray(value) ? undefined : Object.keys(value)
+      containers[depth] = value as Record<string, unknown>
+      keys[depth] = list
+      next[depth] = (list ?? (value as unknown[])).length
+      depth++
+    }
+    // the next value: the following child of the innermost container that has one left
+    while (depth > 0 && next[depth - 1] === 0) depth--
+    if (depth === 0) return false
+    const index = --next[depth - 1]!
+    const list = keys[depth - 1]
+    value = containers[depth - 1]![list === undefined ? index : list[index]!]
   }
-  return false
 }
 
 /**
- * The same question of JSON text, without parsing it: brackets outside strings are counted. For
- * text that is valid JSON (as `JSON.stringify` wrote it) the answer is the parsed value's.
+ * The same question of JSON text, without parsing it: brackets outside strings are counted (a
+ * backslash in a string skips the next character, so `"\\"` and `"\""` end where JSON says). For
+ * text that is valid JSON (as `JSON.stringify` wrote it) the answer is the parsed value's; text
+ * with a repeated key may be deeper than its value (JSON.parse keeps the last one), never shallower.
  */
 export function textDepthExceeds(json: string, max: number): boolean {
   let depth = 0
@@ -49,7 +69,10 @@ export function inexactIntegerAt(json: string): number | undefined {
       if (inString && c === 0x5c) scanned++
       else if (c === 0x22) inString = !inString
     }
-    if (!inString && BigInt(Number(m[0])) !== BigInt(m[0])) return m.index
+    // Beyond a double's range (309 digits or more) it parses to Infinity, which BigInt refuses
+    // (a 500): that is the range check's to refuse, naming the field.
+    const parsed = Number(m[0])
+    if (!inString && Number.isFinite(parsed) && BigInt(parsed) !== BigInt(m[0])) return m.index
   }
   return undefined
 }

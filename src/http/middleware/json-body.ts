@@ -2,8 +2,8 @@ import type { Middleware } from 'koa'
 import getRawBody from 'raw-body'
 import sjson from 'secure-json-parse'
 import { AppError, ValidationError } from '../../errors/index.js'
-import { depthExceeds, inexactIntegerAt } from '../../shapes/json-depth.js'
-import { findUnsafeText } from '../../shapes/unsafe-text.js'
+import { depthExceeds, inexactIntegerAt, textDepthExceeds } from '../../shapes/json-depth.js'
+import { findUnsafeText, jsonTextMayBeUnsafe } from '../../shapes/unsafe-text.js'
 import type { AppState } from '../context.js'
 
 const MAX_DEPTH = 64
@@ -65,11 +65,14 @@ export function parseStrictJson(raw: Buffer): unknown {
     const reason = err instanceof SyntaxError ? `syntax error${position ? ` at position ${position}` : ''}` : 'forbidden key __proto__ or constructor'
     throw new AppError('bad_request', { detail: `The body is not valid JSON (${reason}).`, cause: err })
   }
-  if (depthExceeds(value, MAX_DEPTH)) throw new AppError('bad_request', { detail: `JSON nesting deeper than ${MAX_DEPTH} levels.` })
+  // The text is scanned first (no allocation); the value decides, since of a repeated key only
+  // the last value is kept, so {"a":[[…]],"a":0} is as shallow as {"a":0}.
+  if (textDepthExceeds(text, MAX_DEPTH) && depthExceeds(value, MAX_DEPTH)) throw new AppError('bad_request', { detail: `JSON nesting deeper than ${MAX_DEPTH} levels.` })
   // Stored as parsed, it would be another number (12345678901234567891 read back as ...7000).
   const inexact = inexactIntegerAt(text)
   if (inexact !== undefined) throw ValidationError.field('body', `the integer at position ${inexact} has more digits than a number holds exactly; send it as a string`)
-  const unsafe = findUnsafeText(value)
+  // Most bodies have no escape or number literal that could parse to an unsafe value: no walk.
+  const unsafe = jsonTextMayBeUnsafe(text) ? findUnsafeText(value) : undefined
   if (unsafe !== undefined) throw new ValidationError(unsafe)
   return value
 }
