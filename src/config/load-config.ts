@@ -65,6 +65,11 @@ export interface Config {
     workers: number
     /** The runtime child's whole environment (an allow-list, see runtime-env.ts). */
     childEnv: Readonly<Record<string, string>>
+    /**
+     * The bridge calls (`fetch`, `req.svc.*`) of one invocation: how many the API process serves
+     * at once (the rest wait, in order, inside the isolate) and how many bytes of answers it gets in all.
+     */
+    bridges: { concurrency: number; answerMaxBytes: number }
     /** Calls running at once (in this process's runtime): in all, per tenant, per Reactor. */
     concurrency: { total: number; perTenant: number; perReactor: number; perTenantSlow: number; slowCallMs: number }
     /** Calls waiting for a free slot: in all, per tenant, and for how long at most (then 503). */
@@ -184,6 +189,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       // sets it): more threads than cores only add context switches to every call.
       workers: r.SVC_REACTOR_WORKERS ?? Math.min(64, availableParallelism()),
       childEnv: runtimeChildEnv(env),
+      bridges: { concurrency: r.SVC_REACTOR_BRIDGE_CONCURRENCY, answerMaxBytes: r.SVC_REACTOR_BRIDGE_ANSWER_MAX_BYTES ?? 4 * r.SVC_REACTOR_PAYLOAD_MAX_BYTES },
       concurrency: {
         total: r.SVC_REACTOR_CONCURRENCY_TOTAL,
         perTenant: r.SVC_REACTOR_CONCURRENCY_PER_TENANT,

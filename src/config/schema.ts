@@ -35,6 +35,8 @@ export const configSchema = Type.Object(
     SVC_REACTOR_HOT_CONCURRENCY: positiveInt(0, 1000, 1),
     SVC_REACTOR_CODE_MAX_CHARS: positiveInt(1, 10_000_000, 50_000),
     SVC_REACTOR_PAYLOAD_MAX_BYTES: positiveInt(1, 1024 * 1024 * 1024, 5 * 1024 * 1024),
+    SVC_REACTOR_BRIDGE_CONCURRENCY: positiveInt(1, 1000, 8),
+    SVC_REACTOR_BRIDGE_ANSWER_MAX_BYTES: Type.Optional(Type.Integer({ minimum: 1, maximum: 16 * 1024 * 1024 * 1024, description: 'default: 4 x SVC_REACTOR_PAYLOAD_MAX_BYTES' })),
     SVC_REACTOR_WORKERS: Type.Optional(Type.Integer({ minimum: 1, maximum: 64, description: 'default: the cores this process may run on (at most 64)' })),
     SVC_REACTOR_CONCURRENCY_TOTAL: positiveInt(1, 10_000, 32),
     SVC_REACTOR_CONCURRENCY_PER_TENANT: positiveInt(1, 10_000, 16),

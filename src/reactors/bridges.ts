@@ -63,22 +63,30 @@ export function reactorBridges(deps: {
       return call
     },
     detokenize: (ctx, value) => refusalsNoted(ctx as InvocationContext, (acting) => detokenizeValue(deps.tokens, acting, value, deps.config.expressions.maxTokens, 'token:use', (ctx as InvocationContext).tokenRead)),
-    async fetch(ctx, req) {
+    async fetch(ctx, req, options = {}) {
       // Only methods an audit entry can name: with another one its `reactor.fetch` would have to
       // leave the destination out, and code could send data where the log cannot say.
       if (!httpMethods.includes(req.method as HttpMethod)) throw new AppError('bad_request', { detail: `fetch method must be one of ${httpMethods.join(', ')}.` })
       const destination = buildDestination(req.url, '', '', deps.config.proxy)
       await (ctx as InvocationContext).fetching?.(destination.origin, req.method)
+      // The invocation may have ended while the audit entry was written: then nothing is sent.
+      if (options.signal?.aborted) throw invocationEnded()
       const res = await deps.forwarder.forward({
         method: req.method,
         destination,
         headers: Object.entries(req.headers).flat(),
         body: req.body ?? null,
+        signal: options.signal,
       })
-      const body = await readBounded(res.body, deps.config.reactors.payloadMaxBytes, 'The fetched response is larger than the Reactor payload limit.')
+      const limit = options.budget ?? { bytes: deps.config.reactors.payloadMaxBytes, detail: 'The fetched response is larger than the Reactor payload limit.' }
+      const body = await readBounded(res.body, limit.bytes, limit.detail)
       const headers: Record<string, string> = {}
       for (const [name, value] of Object.entries(res.headers)) headers[name] = Array.isArray(value) ? value.join(', ') : value
       return { status: res.status, headers, body: body.toString('utf8') }
     },
   }
+}
+
+function invocationEnded(): AppError {
+  return new AppError('reactor_error', { detail: 'The invocation has ended.' })
 }

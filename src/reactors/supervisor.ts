@@ -8,7 +8,7 @@ import type { HostBridges } from './runtime/host/bridge-dispatch.js'
 import { RuntimeConnection } from './runtime/host/connection.js'
 import { runtimeLaunchSpec } from './runtime/host/launch.js'
 import { toOutcome, type ReactorOutcome } from './runtime/host/outcome.js'
-import { LANE_FD_BASE, type ChildMessage, type ParentMessage, type StartKind } from './runtime/shared/protocol.js'
+import { LANE_FD_BASE, type ChildMessage, type ParentMessage, type RuntimeLimits, type StartKind } from './runtime/shared/protocol.js'
 import { Admission, type AdmissionStats } from './scheduling/admission.js'
 import { WarmPool } from './scheduling/warm-pool.js'
 
@@ -262,6 +262,7 @@ export class ReactorSupervisor {
       logger: this.logger,
       maxFrameBytes: this.config.payloadMaxBytes + FRAME_HEADROOM_BYTES,
       payloadMaxBytes: this.config.payloadMaxBytes,
+      bridgeLimits: this.config.bridges,
       onReady,
       onStuck: (reason) => {
         this.logger.error({ pid: child.pid, reason }, 'reactor runtime is stuck; restarting it')
@@ -323,9 +324,9 @@ export class ReactorSupervisor {
   }
 }
 
-function limitsOf(config: Config['reactors']) {
+function limitsOf(config: Config['reactors']): RuntimeLimits {
   const { timeoutMs, memoryMb, payloadMaxBytes, workers } = config
-  return { timeoutMs, memoryMb, payloadMaxBytes, workers }
+  return { timeoutMs, memoryMb, payloadMaxBytes, bridgeConcurrency: config.bridges.concurrency, workers }
 }
 
 function timeoutError(timeoutMs: number): AppError {

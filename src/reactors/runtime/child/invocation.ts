@@ -8,6 +8,7 @@ export interface RunLimits {
   timeoutMs: number
   memoryMb: number
   payloadMaxBytes: number
+  bridgeConcurrency: number
 }
 
 /**
@@ -64,7 +65,7 @@ async function callRun(slot: IsolateSlot, sandbox: SandboxContext, input: string
     const ran = runSync(slot, sandbox, input, limits)
     if (ran !== STOPPED) return ran
   }
-  return sandbox.entry.apply(undefined, ['run', input, limits.payloadMaxBytes, sandbox.relay.nextRun()], { result: { promise: true, copy: true } })
+  return sandbox.entry.apply(undefined, ['run', input, limits.payloadMaxBytes, sandbox.relay.nextRun(), limits.bridgeConcurrency], { result: { promise: true, copy: true } })
 }
 
 const STOPPED = Symbol('stopped')
@@ -88,7 +89,7 @@ const STOPPED = Symbol('stopped')
 function runSync(slot: IsolateSlot, sandbox: SandboxContext, input: string, limits: RunLimits): unknown {
   const cpuBefore = slot.isolate.cpuTime
   try {
-    sandbox.entry.applySync(undefined, ['start', input, limits.payloadMaxBytes, sandbox.relay.nextRun()], { timeout: SYNC_BUDGET_MS })
+    sandbox.entry.applySync(undefined, ['start', input, limits.payloadMaxBytes, sandbox.relay.nextRun(), limits.bridgeConcurrency], { timeout: SYNC_BUDGET_MS })
   } catch (err) {
     if (slot.isolate.isDisposed || !(err instanceof Error) || !/timed out/i.test(err.message)) throw err
     slot.syncStops += 1

@@ -3,7 +3,7 @@
  *
  * It defines the Reactor globals (error classes, `fetch`, a silent `console`), then hardens the
  * realm (see `lockdown` below) and returns one function to the host: `('run', input, maxChars,
- * runNumber)` (or the same in steps: `('start', input, maxChars, runNumber)`, `('take')`,
+ * runNumber, bridgeConcurrency)` (or the same in steps: `('start', ...the same)`, `('take')`,
  * `('wait')`) or `('deliver', callId, ok, text)`. The only host object it sees is the bridge
  * callback, an `ivm.Callback` in "ignored" mode: inside the isolate it is a plain function that
  * posts (op, json, callId, runNumber) and returns undefined. The prelude removes it from the
@@ -77,25 +77,38 @@ export const PRELUDE_SOURCE = String.raw`
     }
   }
 
+  // Calls posted to the host and not answered yet.
   const pending = new MapCtor();
   let nextCall = 0;
   // The host numbers each run of the Reactor; its bridge calls carry the number, so the host can
   // tell the calls of a run it stopped (see the host's invocation.ts) from those of the next.
   let runNumber = 0;
+  // The API process serves at most maxInFlight calls of an invocation at once and refuses more
+  // (host/bridge-budget.ts): calls beyond it wait here, in order, until an answer frees a place.
+  // Their arguments stay in this isolate, under its memory limit. Calls still waiting when the
+  // run ends are dropped, never made (run clears them).
+  let maxInFlight = 1;
+  let waiting = [];
   function call(op, payload) {
     let json;
     try { json = stringify(payload === undefined ? null : payload); }
     catch (e) { return PromiseCtor.reject(new ErrorCtor('The argument of ' + op + ' is not serializable as JSON')); }
     return new PromiseCtor(function (resolve, reject) {
-      const id = ++nextCall;
-      pending.set(id, { resolve: resolve, reject: reject });
-      bridge(op, json, id, runNumber);
+      const waiter = { id: ++nextCall, op: op, json: json, resolve: resolve, reject: reject };
+      if (pending.size < maxInFlight) post(waiter);
+      else waiting.push(waiter);
     });
+  }
+  function post(waiter) {
+    pending.set(waiter.id, waiter);
+    bridge(waiter.op, waiter.json, waiter.id, runNumber);
+    waiter.json = undefined;
   }
   function deliver(id, ok, text) {
     const p = pending.get(id);
     if (p === undefined) return;
     pending.delete(id);
+    if (waiting.length > 0) post(waiting.shift());
     if (!ok) { p.reject(new Error(text)); return; }
     try { p.resolve(text === '' ? undefined : parse(text)); } catch (e) { p.reject(e); }
   }
@@ -272,10 +285,12 @@ export const PRELUDE_SOURCE = String.raw`
     return [m, v];
   }
 
-  async function run(input, maxChars, number) {
+  async function run(input, maxChars, number, bridgeConcurrency) {
     // Answers still owed to an earlier call are never delivered (its link is closed); forget them.
     pending.clear();
+    waiting = [];
     runNumber = number;
+    maxInFlight = typeof bridgeConcurrency === 'number' && bridgeConcurrency >= 1 ? bridgeConcurrency : 1;
     let meta, value;
     try {
       if (typeof factory !== 'function') throw new TypeError('The Reactor module did not load');
@@ -290,6 +305,9 @@ export const PRELUDE_SOURCE = String.raw`
       try { const d = describe(e); meta = d[0]; value = d[1]; }
       catch (_) { meta = { kind: 'error', code: 'reactor_error', message: 'The Reactor threw an unreadable error' }; value = undefined; }
     }
+    // The invocation ends with this answer: calls the code did not await and that still wait
+    // for a place would never be posted (the link closes), and need not keep their arguments.
+    if (runNumber === number) waiting = [];
     return encode(meta, value, maxChars);
   }
 
@@ -298,9 +316,9 @@ export const PRELUDE_SOURCE = String.raw`
   // returns only after the microtasks ran, so 'take' then has the result of a call that needed
   // nothing from outside; otherwise the host asks to 'wait' for it. Only the latest call is held.
   let started, startedResult;
-  function start(input, maxChars, number) {
+  function start(input, maxChars, number, bridgeConcurrency) {
     startedResult = undefined;
-    const p = started = run(input, maxChars, number);
+    const p = started = run(input, maxChars, number, bridgeConcurrency);
     p.then(function (r) { if (started === p) startedResult = r; });
   }
   function take() {
@@ -317,12 +335,12 @@ export const PRELUDE_SOURCE = String.raw`
 
   // The host's one handle on this context: run the Reactor (once per call), or deliver a bridge
   // answer; or start it (synchronously), take its result if it has one, or wait for it.
-  return function (op, a, b, c) {
+  return function (op, a, b, c, d) {
     if (op === 'deliver') return deliver(a, b, c);
-    if (op === 'start') return start(a, b, c);
+    if (op === 'start') return start(a, b, c, d);
     if (op === 'take') return take();
     if (op === 'wait') return wait();
-    return run(a, b, c);
+    return run(a, b, c, d);
   };
 })(globalThis, (function () {
   const b = globalThis.${BRIDGE_GLOBAL};

@@ -5,6 +5,7 @@
  */
 import { AppError } from '../../../errors/index.js'
 import type { BridgeOp } from '../shared/protocol.js'
+import type { BridgeBudget } from './bridge-budget.js'
 
 export interface BridgeFetchRequest {
   url: string
@@ -19,20 +20,29 @@ export interface BridgeFetchResponse {
   body: string
 }
 
+/** What bounds one `fetch` beyond the payload limit. */
+export interface BridgeFetchOptions {
+  /** Aborted when the invocation ends: nothing more is sent or read for it. */
+  signal?: AbortSignal
+  /** Set when the invocation's answer budget leaves less than the payload limit: the body may have at most `bytes`, else it fails with `detail`. */
+  budget?: { bytes: number; detail: string }
+}
+
 /** The services a Reactor may use; `ctx` is the opaque invocation context passed to `invoke`. */
 export interface HostBridges {
   tokenize(ctx: unknown, value: unknown): Promise<unknown>
   detokenize(ctx: unknown, value: unknown): Promise<unknown>
-  fetch(ctx: unknown, req: BridgeFetchRequest): Promise<BridgeFetchResponse>
+  fetch(ctx: unknown, req: BridgeFetchRequest, options?: BridgeFetchOptions): Promise<BridgeFetchResponse>
 }
 
 /**
  * Resolves to the result as JSON text ('' for undefined); rejects with the host's error. An
- * answer over `maxBytes` is refused here: the worker takes frames up to the payload limit, and
+ * answer over the payload limit is refused here: the worker takes frames up to that limit, and
  * a larger one (a fetched body of control characters, each escaped to six bytes; one large
- * token detokenized several times) killed the runtime and every tenant's calls in it.
+ * token detokenized several times) killed the runtime and every tenant's calls in it. So is one
+ * past what is left of the invocation's answer budget; an answer let through is charged to it.
  */
-export async function dispatchBridge(bridges: HostBridges, op: BridgeOp, ctx: unknown, json: string, maxBytes: number): Promise<string> {
+export async function dispatchBridge(bridges: HostBridges, op: BridgeOp, ctx: unknown, json: string, budget: Pick<BridgeBudget, 'signal' | 'answerLimit' | 'charge'>): Promise<string> {
   let arg: unknown
   try {
     arg = JSON.parse(json)
@@ -47,14 +57,21 @@ export async function dispatchBridge(bridges: HostBridges, op: BridgeOp, ctx: un
     case 'detokenize':
       value = await bridges.detokenize(ctx, arg)
       break
-    case 'fetch':
-      value = toFetchResult(await bridges.fetch(ctx, toFetchRequest(arg)))
+    case 'fetch': {
+      // The body is cut as soon as it passes the budget, not read whole first.
+      const limit = budget.answerLimit(op)
+      const options: BridgeFetchOptions = limit.budget ? { signal: budget.signal, budget: { bytes: limit.bytes, detail: limit.detail } } : { signal: budget.signal }
+      value = toFetchResult(await bridges.fetch(ctx, toFetchRequest(arg), options))
       break
+    }
   }
   const text = JSON.stringify(value) ?? ''
-  if (text.length > maxBytes / 3 && Buffer.byteLength(text) > maxBytes) {
-    throw new AppError('payload_too_large', { detail: `The answer of ${op} is larger than the ${maxBytes}-byte Reactor payload limit.` })
-  }
+  // Checked and charged at once, with no await between: answers of calls running together
+  // cannot each fit what is left and pass it together.
+  const limit = budget.answerLimit(op)
+  const bytes = Buffer.byteLength(text)
+  if (bytes > limit.bytes) throw new AppError('payload_too_large', { detail: limit.detail })
+  budget.charge(bytes)
   return text
 }
 

@@ -8,6 +8,7 @@ import type { Socket } from 'node:net'
 import type { Logger } from 'pino'
 import { AppError } from '../../../errors/index.js'
 import type { Slot, WarmPool } from '../../scheduling/warm-pool.js'
+import { BridgeBudget, type BridgeLimits } from './bridge-budget.js'
 import { bridgeErrorMessage, dispatchBridge, type HostBridges } from './bridge-dispatch.js'
 import { encodeFrame, FrameReader, writeCoalesced } from '../shared/frames.js'
 import { joinOutcome, type LaneReply, type LaneRequest, type StartKind, type WireOutcome } from '../shared/protocol.js'
@@ -41,6 +42,8 @@ interface Pending {
   deadlineAt: number
   /** Set for invocations: bridges need the context, logs the Reactor id. */
   call: RunRequest | undefined
+  /** An invocation's bridge calls: bounded while it runs, aborted when it ends. */
+  budget: BridgeBudget | undefined
   resolve(reply: Settled): void
   reject(err: AppError): void
 }
@@ -54,6 +57,8 @@ export interface ConnectionOptions {
   maxFrameBytes: number
   /** Largest bridge answer sent to a worker (it takes frames of this plus a header). */
   payloadMaxBytes: number
+  /** What the bridge calls of one invocation may take of this process. */
+  bridgeLimits: BridgeLimits
   onReady(): void
   /** The runtime missed a deadline by LANE_GRACE_MS, or a lane broke: it must go. */
   onStuck(reason: string): void
@@ -120,13 +125,15 @@ export class RuntimeConnection {
     for (const [id, p] of [...this.pending]) {
       this.pending.delete(id)
       clearTimeout(p.timer)
+      p.budget?.end()
       p.reject(errorFor(now >= p.deadlineAt))
     }
   }
 
   private track(id: number, lane: number, ms: number, call: RunRequest | undefined, resolve: Pending['resolve'], reject: Pending['reject']): void {
     const timer = setTimeout(() => this.opts.onStuck(`lane ${lane} missed a deadline`), ms + LANE_GRACE_MS)
-    this.pending.set(id, { lane, timer, deadlineAt: Date.now() + ms, call, resolve, reject })
+    const budget = call === undefined ? undefined : new BridgeBudget(this.opts.bridgeLimits, this.opts.payloadMaxBytes)
+    this.pending.set(id, { lane, timer, deadlineAt: Date.now() + ms, call, budget, resolve, reject })
   }
 
   private listen(socket: Socket, lane: number): void {
@@ -160,6 +167,7 @@ export class RuntimeConnection {
     if (p === undefined || p.lane !== lane) return
     this.pending.delete(reply.id)
     clearTimeout(p.timer)
+    p.budget?.end()
     p.resolve(reply.t === 'done' ? { t: 'done', id: reply.id, kept: reply.kept, overran: reply.overran === true, outcome: joinOutcome(reply.outcome, body) } : reply)
   }
 
@@ -167,11 +175,20 @@ export class RuntimeConnection {
     const answer = (ok: boolean, text: string): void => this.write(lane, { t: 'bridge-result', id: call.id, callId: call.callId, ok }, text)
     const p = this.pending.get(call.id)
     // Only the lane running the invocation may call for it, and only while it runs.
-    if (p === undefined || p.lane !== lane || p.call === undefined) return answer(false, 'The invocation has ended.')
+    if (p === undefined || p.lane !== lane || p.call === undefined || p.budget === undefined) return answer(false, 'The invocation has ended.')
     const { context, reactorId } = p.call
-    dispatchBridge(this.opts.bridges, call.op, context, json, this.opts.payloadMaxBytes).then(
-      (result) => answer(true, result),
+    const budget = p.budget
+    const refusal = budget.admit()
+    if (refusal !== undefined) return answer(false, refusal)
+    // An answer to an invocation that has ended has no one to go to (the worker drops it).
+    dispatchBridge(this.opts.bridges, call.op, context, json, budget).then(
+      (result) => {
+        budget.release()
+        if (!budget.ended) answer(true, result)
+      },
       (err: unknown) => {
+        budget.release()
+        if (budget.ended) return
         if (!(err instanceof AppError)) this.opts.logger.warn({ err, reactorId, op: call.op }, 'reactor bridge call failed')
         answer(false, bridgeErrorMessage(err))
       },

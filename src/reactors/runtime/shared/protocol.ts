@@ -14,6 +14,8 @@ export interface RuntimeLimits {
   timeoutMs: number
   memoryMb: number
   payloadMaxBytes: number
+  /** Bridge calls of one invocation sent to the API process at once; the prelude queues the rest. */
+  bridgeConcurrency: number
   workers: number
 }
 
