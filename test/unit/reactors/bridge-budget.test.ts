@@ -22,7 +22,8 @@ t.test('BridgeBudget: places, the answer budget and the end', async (t) => {
   t.same(budget.answerLimit('fetch'), { bytes: 100, detail: 'The answer of fetch is larger than the 100-byte Reactor payload limit.', budget: false })
   budget.charge(180)
   const spent = 'The service calls of one Reactor invocation may receive at most 250 bytes of answers in all.'
-  t.same(budget.answerLimit('tokenize'), { bytes: 70, detail: spent, budget: true }, 'less is left than the payload limit')
+  t.same(budget.answerLimit('detokenize'), { bytes: 70, detail: spent, budget: true }, 'less is left than the payload limit')
+  t.same(budget.answerLimit('tokenize').bytes, 100, 'a tokenize answer (its tokens are stored by then) is held to the payload limit only')
   budget.charge(70)
   budget.release()
   t.equal(budget.admit(), spent, 'nothing left: refused before it runs')
@@ -33,15 +34,26 @@ t.test('BridgeBudget: places, the answer budget and the end', async (t) => {
 })
 
 t.test('dispatchBridge charges answers and refuses one past what is left, with the reason', async (t) => {
+  const spent = 'The service calls of one Reactor invocation may receive at most 27 bytes of answers in all.'
   const budget = new BridgeBudget({ concurrency: 8, answerMaxBytes: 27 }, 1000)
-  const bridges: HostBridges = { tokenize: async (_ctx, value) => value, detokenize: unused, fetch: unused }
-  t.equal(await dispatchBridge(bridges, 'tokenize', {}, '"aaaaaaaaaa"', budget), '"aaaaaaaaaa"')
-  t.equal(await dispatchBridge(bridges, 'tokenize', {}, '"ééééé"', budget), '"ééééé"', '12 bytes, charged as UTF-8')
-  const err = await dispatchBridge(bridges, 'tokenize', {}, '"abcd"', budget).catch((e: unknown) => e)
+  const bridges: HostBridges = { tokenize: unused, detokenize: async (_ctx, value) => value, fetch: unused }
+  t.equal(await dispatchBridge(bridges, 'detokenize', {}, '"aaaaaaaaaa"', budget), '"aaaaaaaaaa"')
+  t.equal(await dispatchBridge(bridges, 'detokenize', {}, '"ééééé"', budget), '"ééééé"', '12 bytes, charged as UTF-8')
+  t.equal(await dispatchBridge(bridges, 'detokenize', {}, '"a"', budget), '"a"', 'an answer that fits, to the byte')
+  const err = await dispatchBridge(bridges, 'detokenize', {}, '"abcd"', budget).catch((e: unknown) => e)
   t.ok(err instanceof AppError && err.code === 'payload_too_large')
-  t.equal((err as AppError).detail, 'The service calls of one Reactor invocation may receive at most 27 bytes of answers in all.')
-  t.equal(await dispatchBridge(bridges, 'tokenize', {}, '"a"', budget), '"a"', 'a smaller answer still fits, to the byte')
-  t.equal(budget.admit(), 'The service calls of one Reactor invocation may receive at most 27 bytes of answers in all.', 'spent: the next call is refused before it runs')
+  t.equal((err as AppError).detail, spent)
+  t.equal(budget.admit(), spent, 'spent: the next call is refused before it runs')
+
+  const refused = new BridgeBudget({ concurrency: 8, answerMaxBytes: 30 }, 10)
+  for (let i = 0; i < 3; i++) t.ok(await dispatchBridge(bridges, 'detokenize', {}, JSON.stringify('x'.repeat(20)), refused).catch((e: unknown) => e) instanceof AppError)
+  t.match(refused.admit(), /at most 30 bytes/, 'answers refused for their size were read and encoded: they use the budget up too')
+
+  const written = new BridgeBudget({ concurrency: 8, answerMaxBytes: 27 }, 1000)
+  written.charge(25)
+  const stored = { tokenize: async (_ctx: unknown, value: unknown) => value, detokenize: unused, fetch: unused }
+  t.equal(await dispatchBridge(stored, 'tokenize', {}, '"an-id-the-code-must-get"', written), '"an-id-the-code-must-get"', 'a tokenize answer is not refused by the budget: its tokens are stored')
+  t.equal(written.admit(), spent, 'but it is charged, and the next call is refused before it runs')
 })
 
 t.test('dispatchBridge hands fetch the invocation signal, and the budget once it binds', async (t) => {

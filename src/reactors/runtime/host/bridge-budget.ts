@@ -61,14 +61,19 @@ export class BridgeBudget {
     this.inFlight--
   }
 
-  /** The bound on the next answer of `op`: the payload limit, or what is left of the budget when that is less. */
+  /**
+   * The bound on the next answer of `op`: the payload limit, or what is left of the budget when
+   * that is less. Not for `tokenize`: its answer comes after its tokens were stored, and refusing
+   * it would leave them stored with ids the code never gets (it is charged all the same, and
+   * `admit` refuses the calls after it once the budget is spent).
+   */
   answerLimit(op: BridgeOp): AnswerLimit {
     const left = this.limits.answerMaxBytes - this.received
-    if (left < this.payloadMaxBytes) return { bytes: Math.max(0, left), detail: this.spent(), budget: true }
+    if (op !== 'tokenize' && left < this.payloadMaxBytes) return { bytes: Math.max(0, left), detail: this.spent(), budget: true }
     return { bytes: this.payloadMaxBytes, detail: `The answer of ${op} is larger than the ${this.payloadMaxBytes}-byte Reactor payload limit.`, budget: false }
   }
 
-  /** An answer of `bytes` goes to the Reactor: it counts against the budget (checked by `answerLimit` just before). */
+  /** An answer of `bytes` was read and encoded for the Reactor, whether or not it is let through. */
   charge(bytes: number): void {
     this.received += bytes
   }

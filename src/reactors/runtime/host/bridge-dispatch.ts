@@ -61,17 +61,24 @@ export async function dispatchBridge(bridges: HostBridges, op: BridgeOp, ctx: un
       // The body is cut as soon as it passes the budget, not read whole first.
       const limit = budget.answerLimit(op)
       const options: BridgeFetchOptions = limit.budget ? { signal: budget.signal, budget: { bytes: limit.bytes, detail: limit.detail } } : { signal: budget.signal }
-      value = toFetchResult(await bridges.fetch(ctx, toFetchRequest(arg), options))
+      try {
+        value = toFetchResult(await bridges.fetch(ctx, toFetchRequest(arg), options))
+      } catch (err) {
+        // A body refused for its size was read up to the limit: that was spent all the same.
+        if (err instanceof AppError && err.status === 413) budget.charge(limit.bytes)
+        throw err
+      }
       break
     }
   }
   const text = JSON.stringify(value) ?? ''
   // Checked and charged at once, with no await between: answers of calls running together
-  // cannot each fit what is left and pass it together.
+  // cannot each fit what is left and pass it together. A refused answer is charged too (it was
+  // read and encoded here): otherwise refused answers could be made again and again.
   const limit = budget.answerLimit(op)
   const bytes = Buffer.byteLength(text)
-  if (bytes > limit.bytes) throw new AppError('payload_too_large', { detail: limit.detail })
   budget.charge(bytes)
+  if (bytes > limit.bytes) throw new AppError('payload_too_large', { detail: limit.detail })
   return text
 }
 
