@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs'
+import { closeSync, existsSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs'
 import path from 'node:path'
 import type { Config } from './load-config.js'
 
@@ -35,40 +35,56 @@ export class SecretsError extends Error {
  */
 export function resolveSecrets(config: Config): Secrets {
   const file = secretsFile(config)
-  const stored = readSecretsFile(file)
-  const generated: string[] = []
-  let masterKey = config.masterKey
-  if (!masterKey) {
-    masterKey = stored.master_key ?? `k1:${randomBytes(32).toString('base64')}`
-    if (!stored.master_key) generated.push('master_key')
-    stored.master_key = masterKey
+  // Two servers starting at once on a new data dir each generate secrets; the first to publish
+  // its file wins and the other takes that file's (otherwise one would run under a master key no
+  // disk holds). A second round finds the file and generates nothing it holds.
+  for (let round = 0; ; round++) {
+    const existed = existsSync(file)
+    const stored = readSecretsFile(file)
+    const generated: string[] = []
+    let masterKey = config.masterKey
+    if (!masterKey) {
+      masterKey = stored.master_key ?? `k1:${randomBytes(32).toString('base64')}`
+      if (!stored.master_key) generated.push('master_key')
+      stored.master_key = masterKey
+    }
+    let keyHashSecret = config.keyHashSecret
+    if (!keyHashSecret) {
+      keyHashSecret = stored.key_hash_secret ?? randomBytes(32).toString('base64')
+      if (!stored.key_hash_secret) generated.push('key_hash_secret')
+      stored.key_hash_secret = keyHashSecret
+    }
+    if (generated.length === 0 || writePrivately(file, JSON.stringify(stored, null, 2), existed || round > 0)) return { masterKey, keyHashSecret, generated }
   }
-  let keyHashSecret = config.keyHashSecret
-  if (!keyHashSecret) {
-    keyHashSecret = stored.key_hash_secret ?? randomBytes(32).toString('base64')
-    if (!stored.key_hash_secret) generated.push('key_hash_secret')
-    stored.key_hash_secret = keyHashSecret
-  }
-  if (generated.length) writePrivately(file, JSON.stringify(stored, null, 2))
-  return { masterKey, keyHashSecret, generated }
 }
 
 /**
- * A new file of mode 0600 renamed over `file`: never a half-written file, and never the mode of a
- * file that was there before (one restored from a backup as 0644 would otherwise get the master key).
+ * A new file of mode 0600 put in place of `file`: never a half-written file, and never the mode
+ * of a file that was there before (one restored from a backup as 0644 would otherwise get the
+ * master key). Without `replace` it is only linked in where no file is, and false says another
+ * process put one there first.
  */
-function writePrivately(file: string, text: string): void {
+function writePrivately(file: string, text: string, replace: boolean): boolean {
   mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 })
   const temporary = `${file}.${process.pid}.tmp`
   rmSync(temporary, { force: true })
-  const fd = openSync(temporary, 'wx', 0o600)
   try {
-    writeSync(fd, text)
-    fsyncSync(fd)
+    const fd = openSync(temporary, 'wx', 0o600)
+    try {
+      writeSync(fd, text)
+      fsyncSync(fd)
+    } finally {
+      closeSync(fd)
+    }
+    if (replace) renameSync(temporary, file)
+    else linkSync(temporary, file)
+    return true
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST' && !replace) return false
+    throw err
   } finally {
-    closeSync(fd)
+    rmSync(temporary, { force: true })
   }
-  renameSync(temporary, file)
 }
 
 /**

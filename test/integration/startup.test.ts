@@ -97,6 +97,32 @@ t.test("the data dir's secrets and embedded database are the server user's alone
   t.equal(mode(path.join(fresh, 'secrets.json')), 0o600)
 })
 
+t.test('two servers starting at once on a new data dir keep the one master key on disk', { skip: process.env.DATABASE_URL ? 'embedded only' : false }, async (t) => {
+  // Each generated its own secrets and the last to write won: the other ran under a master key
+  // no disk held (its tokens unreadable after a restart).
+  const child = `const { resolveSecrets } = await import(${JSON.stringify(path.resolve('src/config/secrets.ts'))});
+    const [dir, go] = process.argv.slice(-2); while (Date.now() < Number(go)) {}
+    process.stdout.write(JSON.stringify(resolveSecrets({ dataDir: dir, masterKey: undefined, keyHashSecret: undefined })))`
+  for (let round = 0; round < 3; round++) {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'tessera-'))
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+    const go = String(Date.now() + 2500)
+    const answers = await Promise.all(
+      [0, 1].map(
+        () =>
+          new Promise<{ masterKey: string; keyHashSecret: string }>((resolve, reject) => {
+            const p = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', child, dir, go], { stdio: ['ignore', 'pipe', 'inherit'] })
+            let out = ''
+            p.stdout.on('data', (d: Buffer) => (out += d.toString()))
+            p.on('close', (code) => (code === 0 ? resolve(JSON.parse(out) as { masterKey: string; keyHashSecret: string }) : reject(new Error(`exit ${code}`))))
+          }),
+      ),
+    )
+    const onDisk = JSON.parse(readFileSync(path.join(dir, 'secrets.json'), 'utf8')) as { master_key: string; key_hash_secret: string }
+    for (const answer of answers) t.same([answer.masterKey, answer.keyHashSecret], [onDisk.master_key, onDisk.key_hash_secret], `round ${round}: each process runs under the secrets on disk`)
+  }
+})
+
 t.test('SIGTERM drains in-flight requests, then exits 0', { timeout: 60_000 }, async (t) => {
   let arrived: () => void = () => undefined
   const reached = new Promise<void>((r) => (arrived = r))
