@@ -85,10 +85,12 @@ export async function tokenizeValue(
   if (Object.keys(errors).length) throw new ValidationError(errors)
   // As POST /tokens: the existing token only where every viewer would see its fingerprint anyway.
   const sameValue = [...equalityScopes(principal, 'token:create'), ...viewers.filter((v) => v !== principal).flatMap((v) => equalityScopes(v, 'token:read'))]
-  for (const entry of records) {
-    if (entry.deduplicate && entry.record.fingerprint) {
-      entry.existing = await deps.store.tokens.findByFingerprint(principal.tenantId, entry.record.type, entry.record.fingerprint, sameValue)
-    }
+  const deduplicated = records.filter((entry) => entry.deduplicate && entry.record.fingerprint)
+  if (deduplicated.length) {
+    const pair = (type: string, fingerprint: string | null) => `${type}\u0000${fingerprint}`
+    const found = await deps.store.tokens.findByFingerprints(principal.tenantId, deduplicated.map(({ record }) => [record.type, record.fingerprint!] as const), sameValue)
+    const existing = new Map(found.map((record) => [pair(record.type, record.fingerprint), record]))
+    for (const entry of deduplicated) entry.existing = existing.get(pair(entry.record.type, entry.record.fingerprint))
   }
   const fresh = records.filter((entry) => !entry.existing)
   try {

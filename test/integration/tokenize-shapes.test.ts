@@ -70,6 +70,17 @@ t.test('/tokenize: every object with type and data is a full token, validated as
   t.equal(again.body[0].id, first.body.card.id, 'deduplicate_token returns the existing token')
   t.not(again.body[1].id, first.body.card.id, 'without it, a new token')
   t.equal(await total(), before + 2)
+  const other = (await app.request('POST', '/tokens', { key, body: { type: 'token', data: 'other' } })).body.id as string
+  const mixed = await app.request('POST', '/tokenize', {
+    key,
+    body: [VISA, 'other', 'new'].map((data, i) => ({ type: i === 0 ? 'card_number' : 'token', data, deduplicate_token: true })).concat([{ type: 'card_number', data: VISA, deduplicate_token: true }]),
+  })
+  t.same(
+    mixed.body.map((v: { id: string }) => v.id).slice(0, 2).concat(mixed.body[3].id),
+    [first.body.card.id, other, first.body.card.id],
+    'several in one call, each found (the oldest of its type and value), the same one twice too',
+  )
+  t.equal(await total(), before + 4, 'only the value not stored before is new')
 })
 
 t.test('/tokenize deduplicates only into tokens every viewer sees at least masked', async (t) => {

@@ -169,6 +169,13 @@ export function tokensRepository(knex: Knex, now: Clock) {
       applyScopes(q, scopes)
       return q.orderBy([{ column: 'created_at' }, { column: 'id' }]).first()
     },
+    /** `findByFingerprint` for many (type, fingerprint) pairs in one query: the oldest token of each pair that has one. */
+    async findByFingerprints(tenantId: string, pairs: readonly (readonly [type: string, fingerprint: string])[], scopes: readonly AccessScope[]): Promise<TokenRecord[]> {
+      if (pairs.length === 0) return []
+      const q = live().where({ tenant_id: tenantId }).whereIn(['type', 'fingerprint'], pairs as [string, string][])
+      applyScopes(q, scopes)
+      return q.distinctOn(['type', 'fingerprint']).orderBy([{ column: 'type' }, { column: 'fingerprint' }, { column: 'created_at' }, { column: 'id' }])
+    },
     async list(tenantId: string, filter: TokenFilter, scopes: readonly AccessScope[], page: number, size: number): Promise<Page<TokenRecord>> {
       const base = live().where({ tenant_id: tenantId })
       applyFilter(base, filter)
