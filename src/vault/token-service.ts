@@ -129,7 +129,7 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache, o
       if (input.deduplicate_token && record.fingerprint) {
         // Returning the existing token says "this value is stored there": only where the answer
         // would show its fingerprint anyway. Anyone else gets a new token, as without the flag.
-        const existing = await store.tokens.findByFingerprint(principal.tenantId, record.type, record.fingerprint, equalityScopes(principal, 'token:create'))
+        const [existing] = await store.tokens.findByFingerprints(principal.tenantId, [[record.type, record.fingerprint]], equalityScopes(principal, 'token:create'))
         if (existing) return view(existing, answerTransform(principal, 'token:create', existing))
       }
       let inserted: Awaited<ReturnType<typeof store.tokens.insert>> | undefined

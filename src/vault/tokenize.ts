@@ -83,10 +83,10 @@ export async function tokenizeValue(
 
   const shape = walk(value, '')
   if (Object.keys(errors).length) throw new ValidationError(errors)
-  // As POST /tokens: the existing token only where every viewer would see its fingerprint anyway.
-  const sameValue = [...equalityScopes(principal, 'token:create'), ...viewers.filter((v) => v !== principal).flatMap((v) => equalityScopes(v, 'token:read'))]
   const deduplicated = records.filter((entry) => entry.deduplicate && entry.record.fingerprint)
   if (deduplicated.length) {
+    // As POST /tokens: the existing token only where every viewer would see its fingerprint anyway.
+    const sameValue = [...equalityScopes(principal, 'token:create'), ...viewers.filter((v) => v !== principal).flatMap((v) => equalityScopes(v, 'token:read'))]
     const pair = (type: string, fingerprint: string | null) => `${type}\u0000${fingerprint}`
     const found = await deps.store.tokens.findByFingerprints(principal.tenantId, deduplicated.map(({ record }) => [record.type, record.fingerprint!] as const), sameValue)
     const existing = new Map(found.map((record) => [pair(record.type, record.fingerprint), record]))

@@ -163,13 +163,7 @@ export function tokensRepository(knex: Knex, now: Clock) {
         .whereIn('id', ids as string[])
         .select('tenant_id', 'id', 'type', 'containers', 'mask', 'key_id', 'encrypted_key', 'ciphertext', 'expires_at')
     },
-    /** The oldest live token with this fingerprint among those `scopes` admit. */
-    async findByFingerprint(tenantId: string, type: string, fingerprint: string, scopes: readonly AccessScope[]): Promise<TokenRecord | undefined> {
-      const q = live().where({ tenant_id: tenantId, type, fingerprint })
-      applyScopes(q, scopes)
-      return q.orderBy([{ column: 'created_at' }, { column: 'id' }]).first()
-    },
-    /** `findByFingerprint` for many (type, fingerprint) pairs in one query: the oldest token of each pair that has one. */
+    /** For each (type, fingerprint) pair, the oldest live token with it among those `scopes` admit (pairs without one have none), in one query. */
     async findByFingerprints(tenantId: string, pairs: readonly (readonly [type: string, fingerprint: string])[], scopes: readonly AccessScope[]): Promise<TokenRecord[]> {
       if (pairs.length === 0) return []
       const q = live().where({ tenant_id: tenantId }).whereIn(['type', 'fingerprint'], pairs as [string, string][])
