@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream'
-import { AppError } from '../errors/index.js'
+import { AppError, type ErrorCode } from '../errors/index.js'
 import { toForwardError } from './forward-errors.js'
 import type { ResponseHeaders } from './headers.js'
 
@@ -16,16 +16,17 @@ export function discardBody(body: Readable): void {
 
 /**
  * Reads a destination body into memory, at most `limit` bytes: past it the body is discarded and
- * the call fails with 413 payload_too_large and `detail`. A read error is thrown as it came.
+ * the call fails with `code` (413 payload_too_large unless said otherwise) and `detail`. A read
+ * error is thrown as it came.
  */
-export async function readBounded(body: Readable, limit: number, detail: string): Promise<Buffer> {
+export async function readBounded(body: Readable, limit: number, detail: string, code: ErrorCode = 'payload_too_large'): Promise<Buffer> {
   const chunks: Buffer[] = []
   let size = 0
   for await (const chunk of body) {
     size += (chunk as Buffer).length
     if (size > limit) {
       discardBody(body)
-      throw new AppError('payload_too_large', { detail })
+      throw new AppError(code, { detail })
     }
     chunks.push(chunk as Buffer)
   }

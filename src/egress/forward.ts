@@ -64,9 +64,17 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
  * nginx, a status outside 200-599 is the destination's fault, not something to relay.
  */
 function relayable(res: ForwardResponse): ForwardResponse {
-  if (isAnswerStatus(res.status)) return res
+  if (!isAnswerStatus(res.status)) {
+    discardBody(res.body)
+    throw new AppError('destination_unreachable', { detail: 'The destination answered with a status outside 200-599.' })
+  }
+  if (res.status !== 204 && res.status !== 304) return res
+  // Neither has a body, whatever the framing says: a 304 may carry the Content-Length of the
+  // representation (RFC 9110 8.6), over which undici fails the empty body, and a 204 must not
+  // carry one at all (RFC 9110 8.6).
   discardBody(res.body)
-  throw new AppError('destination_unreachable', { detail: 'The destination answered with a status outside 200-599.' })
+  const { 'content-length': length, ...headers } = res.headers
+  return { status: res.status, headers: res.status === 304 && length !== undefined ? { ...headers, 'content-length': length } : headers, body: Readable.from([]) }
 }
 
 function shutdownError(cause: unknown): AppError {

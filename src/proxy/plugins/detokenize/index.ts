@@ -4,7 +4,7 @@ import { AppError } from '../../../errors/index.js'
 import { ExpressionError, type TokenLookup } from '../../../expressions/index.js'
 import type { Exchange, ProxyPlugin } from '../../pipeline/index.js'
 import { mayHoldExpressions, planBody } from './body-templates.js'
-import { findHeader } from '../../../egress/headers.js'
+import { contentCoding, findHeader, flatValue } from '../../../egress/headers.js'
 import { headersMayHoldExpressions, planHeaders } from './header-templates.js'
 import { TokenBudget } from './token-budget.js'
 
@@ -51,7 +51,9 @@ async function detokenize(exchange: Exchange, vault: TokenResolver, maxTokens: n
   if (!mayHoldExpressions(outgoing.body) && !headersMayHoldExpressions(outgoing.headers)) return
   const budget = new TokenBudget(maxTokens)
   // Everything is parsed and counted before the vault is asked, so a bad request costs no query.
-  const body = planBody(outgoing.body, findHeader(outgoing.headers, 'content-type'), budget)
+  // A coded (compressed) body is bytes, not text: it goes out as it came.
+  const coded = contentCoding(flatValue(outgoing.headers, 'content-encoding')) !== undefined
+  const body = coded ? null : planBody(outgoing.body, findHeader(outgoing.headers, 'content-type'), budget)
   const headers = planHeaders(outgoing.headers, budget)
   if (budget.ids.size === 0) return
   const lookup = await vault.resolve(exchange.principal, budget.ids, 'token:use')

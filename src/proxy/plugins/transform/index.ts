@@ -4,7 +4,7 @@ import { AppError } from '../../../errors/index.js'
 import type { CodeRunner, HostedCode, ReactorOutcome } from '../../../reactors/code-host.js'
 import type { ForwardBody } from '../../../egress/forward.js'
 import { toForwardError } from '../../../egress/forward-errors.js'
-import { findHeader, prepareRequestHeaders, type ResponseHeaders } from '../../../egress/headers.js'
+import { contentCoding, findHeader, flatValue, prepareRequestHeaders, withHeader, type ResponseHeaders } from '../../../egress/headers.js'
 import { readBounded } from '../../../egress/body.js'
 import { isRecord } from '../../../shapes/http-parts.js'
 import type { Exchange, ProxyPlugin, Respond } from '../../pipeline/index.js'
@@ -55,6 +55,9 @@ export function requestTransformPlugin(runner: CodeRunner): ProxyPlugin<Transfor
     ...transformPlugin('request'),
     async beforeForward(exchange, config) {
       const { incoming, outgoing } = exchange
+      if (incoming.body.length > 0 && contentCoding(flatValue(outgoing.headers, 'content-encoding')) !== undefined) {
+        throw new AppError('unsupported_media_type', { detail: 'A request transform cannot read a body with a Content-Encoding: send it uncompressed.' })
+      }
       const forwarded = prepareRequestHeaders(outgoing.headers).list
       const args = {
         body: bodyArg(bufferOf(outgoing.body), findHeader(outgoing.headers, 'content-type')),
@@ -86,9 +89,17 @@ export function requestTransformPlugin(runner: CodeRunner): ProxyPlugin<Transfor
 export function responseTransformPlugin(runner: CodeRunner, limits: TransformLimits): ProxyPlugin<TransformConfig> {
   return {
     ...transformPlugin('response'),
+    // The code reads the answer as text or JSON: the destination is asked not to compress it.
+    beforeForward(exchange) {
+      exchange.outgoing.headers = withHeader(exchange.outgoing.headers, 'accept-encoding', 'identity')
+      return Promise.resolve()
+    },
     async afterForward(exchange, config) {
       const response = exchange.response
       if (response === undefined || response.status < 200 || response.status > 299) return
+      if (contentCoding(response.headers['content-encoding']) !== undefined) {
+        throw new AppError('destination_unreachable', { detail: 'The destination compressed its answer although asked not to: the response transform cannot read it.' })
+      }
       const raw = await readLimited(response.body, limits.payloadMaxBytes)
       const contentType = response.headers['content-type']
       const headerArg = responseHeaderArg(response.headers)
@@ -156,9 +167,10 @@ function bufferOf(body: ForwardBody): Buffer {
   throw new AppError('internal', { detail: 'A streamed body cannot be transformed.' })
 }
 
+/** The answer, whole; one over the limit is the destination's fault (502), not the caller's payload (413). */
 async function readLimited(body: Readable, limit: number): Promise<Buffer> {
   try {
-    return await readBounded(body, limit, `The destination's answer is larger than the ${limit}-byte transform limit.`)
+    return await readBounded(body, limit, `The destination's answer is larger than the ${limit}-byte transform limit.`, 'destination_unreachable')
   } catch (err) {
     throw toForwardError(err)
   }
