@@ -97,7 +97,7 @@ export function authorizeViewChange(principal: Principal, token: TokenScope, fie
  * that decides with less shadows the later rules it matches before them.
  */
 export function tokenScopes(principal: Principal, permission: TokenPermission, minimum: Transform = 'redact'): AccessScope[] {
-  if (!TOKEN_ACTORS.has(principal.type)) return [{ clauses: [] }]
+  if (!TOKEN_ACTORS.has(principal.type)) return [{ rules: [] }]
   const scopes = [scopeOf(principal, permission, minimum)]
   if (principal.within) scopes.push(scopeOf(principal.within, permission, minimum))
   return scopes
@@ -253,16 +253,13 @@ function weaker(a: Transform, b: Transform): Transform {
 }
 
 function scopeOf(grants: Grants, permission: TokenPermission, minimum: Transform): AccessScope {
-  const rules = grants.rules.filter((r) => r.permissions.includes(permission)).sort((a, b) => a.priority - b.priority)
-  const ordered: { match: ScopeMatch; transform: Transform }[] = rules.map((r) => ({ match: matchOf(r), transform: r.transform }))
-  if (grants.permissions.includes(permission)) ordered.push({ match: {}, transform: implicitTransform(permission) })
-  const clauses: AccessScope['clauses'] = []
-  const shadows: ScopeMatch[] = []
-  for (const { match, transform } of ordered) {
-    if (transformRank(transform) >= transformRank(minimum)) clauses.push({ match, unless: [...shadows] })
-    else shadows.push(match)
-  }
-  return { clauses }
+  const granted = (transform: Transform) => transformRank(transform) >= transformRank(minimum)
+  const rules: AccessScope['rules'] = grants.rules
+    .filter((r) => r.permissions.includes(permission))
+    .sort((a, b) => a.priority - b.priority)
+    .map((r) => ({ match: matchOf(r), granted: granted(r.transform) }))
+  if (grants.permissions.includes(permission)) rules.push({ match: {}, granted: granted(implicitTransform(permission)) })
+  return { rules }
 }
 
 function matchOf(rule: AccessRule): ScopeMatch {

@@ -11,6 +11,9 @@ export const RETRY_AFTER_SECONDS = 5
 // statement was refused, so nothing of it took effect.
 const SERVER_CODES = new Set(['57014', '57P01', '57P02', '57P03', '58030', '55P03', '25P03', '40P01', '40001'])
 const SERVER_CLASSES = ['08', '53']
+// In class 08 but our fault, not the connection's (a statement past 65,535 bind parameters): a
+// retry cannot pass, so it is not "retry later".
+const PROTOCOL_VIOLATION = '08P01'
 // Socket-level failures of the driver (no SQLSTATE).
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'])
 // pg and knex report these without a code.
@@ -34,7 +37,7 @@ export type Failure = 'server' | 'client' | undefined
 export function classifyFailure(err: unknown): Failure {
   if (typeof err !== 'object' || err === null) return undefined
   const { code, name } = err as { code?: unknown; name?: unknown }
-  if (typeof code === 'string' && (SERVER_CODES.has(code) || SERVER_CLASSES.includes(code.slice(0, 2)))) return 'server'
+  if (typeof code === 'string' && code !== PROTOCOL_VIOLATION && (SERVER_CODES.has(code) || SERVER_CLASSES.includes(code.slice(0, 2)))) return 'server'
   if (typeof code === 'string' && SOCKET_CODES.has(code)) return 'client'
   if (name === 'KnexTimeoutError') return 'client'
   const message = (err as { message?: unknown }).message

@@ -10,11 +10,21 @@ export interface SearchTerms {
   data: string[]
 }
 
-const TERM = /\s*([a-z_]+(?:\.[A-Za-z0-9_-]+)?):(?:"((?:[^"\\]|\\.)*)"|(\S+))/y
+// field, then for metadata `.key` (quoted, or up to the colon), then `:value` (quoted, or up to a space).
+const TERM = /\s*([a-z_]+)(?:\.(?:"((?:[^"\\]|\\.)*)"|([^\s:"]+)))?:(?:"((?:[^"\\]|\\.)*)"|(\S+))/y
+
+/**
+ * Distinct terms a query may hold per field. Terms are ANDed, so more than a token can carry
+ * (10 containers, 20 search indexes, 20 metadata keys) match nothing, and each one costs the
+ * database a condition on every row it scans.
+ */
+export const SEARCH_TERM_LIMITS = { ids: 100, types: 20, containers: 10, fingerprints: 100, data: 20, metadataKeys: 20 } as const
 
 /**
  * `field:value` terms, ANDed, separated by spaces; a value with spaces is quoted ("a b", with
- * \" and \\ escapes). Fields: id, type, container, fingerprint, metadata.<key>, data.
+ * \" and \\ escapes), and so is a metadata key holding a space, a colon or a quote
+ * (`metadata."a:b":1`). Fields: id, type, container, fingerprint, metadata.<key>, data. A term
+ * given twice counts once.
  */
 export function parseSearchQuery(query: string): SearchTerms {
   // Metadata keys are the caller's: a key named `__proto__` must be a key, not the object's prototype.
@@ -26,22 +36,31 @@ export function parseSearchQuery(query: string): SearchTerms {
     const m = TERM.exec(query)
     if (!m) throw ValidationError.field('query', `expected field:value at position ${pos}`)
     pos = TERM.lastIndex
-    const field = m[1]!
-    const value = m[2] !== undefined ? m[2].replace(/\\(.)/g, '$1') : m[3]!
-    addTerm(terms, field, value)
+    const key = m[2] !== undefined ? unescape(m[2]) : m[3]
+    const value = m[4] !== undefined ? unescape(m[4]) : m[5]!
+    addTerm(terms, m[1]!, key, value)
   }
   return terms
 }
 
+const unescape = (quoted: string): string => quoted.replace(/\\(.)/g, '$1')
+
 const LIST_FIELDS = { id: 'ids', type: 'types', container: 'containers', fingerprint: 'fingerprints', data: 'data' } as const
 
-function addTerm(terms: SearchTerms, field: string, value: string): void {
-  if (field.startsWith('metadata.')) {
-    ;(terms.metadata[field.slice('metadata.'.length)] ??= []).push(value)
+function addTerm(terms: SearchTerms, field: string, key: string | undefined, value: string): void {
+  if (field === 'metadata' && key !== undefined && key !== '') {
+    const values = terms.metadata[key]
+    if (values === undefined && Object.keys(terms.metadata).length >= SEARCH_TERM_LIMITS.metadataKeys) throw tooMany('metadata keys', SEARCH_TERM_LIMITS.metadataKeys)
+    if (values === undefined) terms.metadata[key] = [value]
+    else if (!values.includes(value)) values.push(value)
     return
   }
   // Own fields only: `constructor` and `__proto__` are spelled like fields and must not find Object.prototype's.
-  const list = Object.hasOwn(LIST_FIELDS, field) ? LIST_FIELDS[field as keyof typeof LIST_FIELDS] : undefined
+  const list = key === undefined && Object.hasOwn(LIST_FIELDS, field) ? LIST_FIELDS[field as keyof typeof LIST_FIELDS] : undefined
   if (!list) throw ValidationError.field('query', `unknown search field '${field}'; use id, type, container, fingerprint, metadata.<key> or data`)
+  if (terms[list].includes(value)) return
+  if (terms[list].length >= SEARCH_TERM_LIMITS[list]) throw tooMany(`${field} terms`, SEARCH_TERM_LIMITS[list])
   terms[list].push(value)
 }
+
+const tooMany = (what: string, limit: number) => ValidationError.field('query', `at most ${limit} distinct ${what}`)

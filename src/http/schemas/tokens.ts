@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { TOKEN_LIMITS } from '../../vault/token-builder.js'
+import { TOKEN_ID_MAX_LENGTH } from '../../expressions/token-id.js'
 import { TOKEN_TYPE_NAMES } from '../../vault/types/index.js'
 import { AuditFields, DateTime, PageQuery, StringEnum, Uuid, paginated } from './common.js'
 
@@ -66,8 +67,15 @@ export const SearchTokensBody = Type.Object(
 )
 export type SearchTokensBody = Static<typeof SearchTokensBody>
 
+/**
+ * The longest `pagination.next` encodeCursor makes: base64url of `["<24-char time>","<id>"]`,
+ * the id JSON-escaped, at most 3 UTF-8 bytes per UTF-16 unit (a `"` escaped is 2; control
+ * characters, which JSON spells in 6, cannot be in an id). Every cursor handed out is taken back.
+ */
+const CURSOR_MAX_LENGTH = Math.ceil((32 + 3 * TOKEN_ID_MAX_LENGTH) / 3) * 4
+
 /** `start` is the opaque `pagination.next` of the page before; absent for the first page. */
-const Cursor = Type.String({ minLength: 1, maxLength: 600, description: 'The `pagination.next` of the previous page.' })
+const Cursor = Type.String({ minLength: 1, maxLength: CURSOR_MAX_LENGTH, description: 'The `pagination.next` of the previous page.' })
 
 /** `/v2/tokens`, as the hosted service's node SDK sends it: `metadata` is one JSON object, all of whose pairs must match. */
 export const ListTokensV2Query = Type.Object(

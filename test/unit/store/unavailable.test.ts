@@ -6,6 +6,7 @@ t.test('failures of availability are told apart from other database errors', asy
   t.equal(classifyFailure(Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' })), 'server')
   t.equal(classifyFailure(Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' })), 'server')
   t.equal(classifyFailure(Object.assign(new Error('connection failure'), { code: '08006' })), 'server')
+  t.equal(classifyFailure(Object.assign(new Error('bind message has 70000 parameter formats'), { code: '08P01' })), undefined, 'a protocol violation is a bug: no retry passes')
   // A full disk, memory or I/O failure refused the statement: 503, not 500.
   for (const code of ['53100', '53200', '53300', '53000', '58030']) t.equal(classifyFailure(Object.assign(new Error('could not extend file'), { code })), 'server', code)
   t.equal(classifyFailure(Object.assign(new Error('value too long'), { code: '22001' })), undefined, 'a data error is not one of availability')
