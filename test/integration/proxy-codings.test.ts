@@ -30,7 +30,8 @@ function rawStatus(url: string, head: string[], body: Buffer): Promise<number> {
     socket.on('data', (chunk: Buffer) => chunks.push(chunk))
     socket.on('close', () => resolve(Number(Buffer.concat(chunks).toString('latin1').slice(9, 12))))
     socket.on('error', reject)
-    socket.end(request)
+    // Not end(): a half-closed socket may be closed by the server before it answers.
+    socket.write(request)
   })
 }
 
