@@ -8,7 +8,7 @@ import type { HostBridges } from './runtime/host/bridge-dispatch.js'
 import { RuntimeConnection } from './runtime/host/connection.js'
 import { runtimeLaunchSpec } from './runtime/host/launch.js'
 import { toOutcome, type ReactorOutcome } from './runtime/host/outcome.js'
-import { LANE_FD_BASE, type ChildMessage, type ParentMessage, type RuntimeLimits, type StartKind } from './runtime/shared/protocol.js'
+import { LANE_FD_BASE, replyFrameMaxBytes, type ChildMessage, type ParentMessage, type RuntimeLimits, type StartKind } from './runtime/shared/protocol.js'
 import { Admission, type AdmissionStats } from './scheduling/admission.js'
 import { WarmPool } from './scheduling/warm-pool.js'
 
@@ -58,8 +58,6 @@ const START_TIMEOUT_MS = 15_000
 /** A child that dies this soon after starting counts as a crash loop (see abandon). */
 const CRASH_LOOP_MS = 1000
 const MAX_RESPAWN_DELAY_MS = 30_000
-/** Room in a lane frame beyond the payload limit, for its header. */
-const FRAME_HEADROOM_BYTES = 64 * 1024
 
 /** One runtime child process and the calls to it. */
 interface Runtime {
@@ -260,7 +258,7 @@ export class ReactorSupervisor {
       pool,
       bridges: this.bridges,
       logger: this.logger,
-      maxFrameBytes: this.config.payloadMaxBytes + FRAME_HEADROOM_BYTES,
+      maxFrameBytes: replyFrameMaxBytes(this.config.payloadMaxBytes),
       payloadMaxBytes: this.config.payloadMaxBytes,
       bridgeLimits: this.config.bridges,
       onReady,
@@ -325,8 +323,8 @@ export class ReactorSupervisor {
 }
 
 function limitsOf(config: Config['reactors']): RuntimeLimits {
-  const { timeoutMs, memoryMb, payloadMaxBytes, workers } = config
-  return { timeoutMs, memoryMb, payloadMaxBytes, bridgeConcurrency: config.bridges.concurrency, workers }
+  const { timeoutMs, memoryMb, payloadMaxBytes, workers, codeMaxChars } = config
+  return { timeoutMs, memoryMb, payloadMaxBytes, bridgeConcurrency: config.bridges.concurrency, workers, codeMaxChars }
 }
 
 function timeoutError(timeoutMs: number): AppError {

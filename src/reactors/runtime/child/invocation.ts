@@ -1,5 +1,5 @@
 import type ivm from 'isolated-vm'
-import { decodeRun } from './decode-run.js'
+import { decodeRun, REACTOR_MESSAGE_MAX_CHARS } from './decode-run.js'
 import { dispose, type IsolateSlot } from './isolate-cache.js'
 import type { WireOutcome } from '../shared/protocol.js'
 import type { BridgeLink, SandboxContext } from './sandbox-context.js'
@@ -26,6 +26,13 @@ const MAX_SYNC_STOPS = 2
  * the latest. isolated-vm's own `timeout` only bounds synchronous execution, not time spent
  * awaiting promises, so the deadline is a host timer that disposes the whole isolate: that
  * stops a `while(true){}`, an await loop and a never-settling promise alike.
+ *
+ * The answer at the deadline does not wait for the disposed isolate's call to settle: V8 stops
+ * it only when it comes back from native code it is in (an ICU call ran on for seconds), and the
+ * API process kills the whole runtime when a lane misses a deadline by LANE_GRACE_MS. The
+ * isolate is disposed and leaves the cache with this answer (the worker releases it as not
+ * kept), so nothing else runs on it; the thread of isolated-vm still inside it finishes alone,
+ * and whatever that call posts meanwhile is dropped (its relay is disconnected here).
  */
 export async function runInvocation(slot: IsolateSlot, input: string, ms: number, link: BridgeLink, limits: RunLimits): Promise<WireOutcome> {
   if (ms <= 0) {
@@ -33,21 +40,27 @@ export async function runInvocation(slot: IsolateSlot, input: string, ms: number
     return timeout(limits)
   }
   let timedOut = false
-  const timer = setTimeout(() => {
-    timedOut = true
-    dispose(slot.isolate)
-  }, ms)
+  let timer: NodeJS.Timeout | undefined
+  const deadline = new Promise<WireOutcome>((resolve) => {
+    timer = setTimeout(() => {
+      timedOut = true
+      dispose(slot.isolate)
+      resolve(timeout(limits))
+    }, ms)
+  })
   const sandbox = slot.context
+  sandbox.relay.connect(link)
+  const ran = callRun(slot, sandbox, input, ms, limits).then(
+    (result) => {
+      // An isolate's first call runs asynchronously; once one has ended, the next ones start
+      // synchronously unless the isolate was judged too slow for that.
+      slot.hasRun = true
+      return decodeRun(result, limits.payloadMaxBytes)
+    },
+    (err: unknown) => (timedOut ? timeout(limits) : hostFailure(err, slot.isolate, limits)),
+  )
   try {
-    sandbox.relay.connect(link)
-    const result = await callRun(slot, sandbox, input, ms, limits)
-    // An isolate's first call runs asynchronously; once one has ended, the next ones start
-    // synchronously unless the isolate was judged too slow for that.
-    slot.hasRun = true
-    return decodeRun(result, limits.payloadMaxBytes)
-  } catch (err) {
-    if (timedOut) return timeout(limits)
-    return hostFailure(err, slot.isolate, limits)
+    return await Promise.race([ran, deadline])
   } finally {
     clearTimeout(timer)
     sandbox.relay.disconnect()
@@ -55,12 +68,6 @@ export async function runInvocation(slot: IsolateSlot, input: string, ms: number
 }
 
 async function callRun(slot: IsolateSlot, sandbox: SandboxContext, input: string, ms: number, limits: RunLimits): Promise<unknown> {
-  // Code that may escape the wrapper could run something while the module is evaluated:
-  // then it is evaluated only now, asynchronously, under the deadline of the first call.
-  if (!sandbox.evaluated) {
-    await slot.module.run(sandbox.context)
-    sandbox.evaluated = true
-  }
   if (slot.hasRun && !slot.tooSlowForSync && ms > SYNC_BUDGET_MS) {
     const ran = runSync(slot, sandbox, input, limits)
     if (ran !== STOPPED) return ran
@@ -107,12 +114,25 @@ function timeout(limits: RunLimits): WireOutcome {
   return { kind: 'error', code: 'reactor_timeout', detail: `The Reactor did not finish within ${limits.timeoutMs} ms.` }
 }
 
+/** Errors whose messages quote values (revealed data, in a Reactor): never passed on. */
+const ENGINE_ERRORS = new Set(['SyntaxError', 'TypeError', 'RangeError', 'ReferenceError', 'URIError', 'EvalError'])
+
+/**
+ * Errors here come from the runtime, not from Reactor code (which `run` catches itself, and the
+ * module's evaluation only hands its factory over: code that escapes the wrapper is refused,
+ * see module-body.ts). Still, the detail follows the rules of a Reactor's message: an engine
+ * error's text is withheld, the rest cut to REACTOR_MESSAGE_MAX_CHARS, only its first line and
+ * never a host stack.
+ */
 function hostFailure(err: unknown, isolate: ivm.Isolate, limits: RunLimits): WireOutcome {
   const message = err instanceof Error ? err.message : String(err)
   if (isolate.isDisposed || /memory limit/i.test(message)) {
     return { kind: 'error', code: 'reactor_error', detail: `The Reactor exceeded its memory limit of ${limits.memoryMb} MB.` }
   }
-  // Errors here come from the runtime, not from Reactor code (which `run` catches itself);
-  // only the first line goes out, never a host stack.
-  return { kind: 'error', code: 'reactor_error', detail: `The Reactor failed: ${message.split('\n')[0] ?? 'unknown error'}` }
+  if (err instanceof Error && ENGINE_ERRORS.has(err.name)) {
+    return { kind: 'error', code: 'reactor_error', detail: `The Reactor failed with a ${err.name} (its message is withheld: it may quote data)` }
+  }
+  const line = message.split('\n')[0] ?? 'unknown error'
+  const text = line.length > REACTOR_MESSAGE_MAX_CHARS ? `${line.slice(0, REACTOR_MESSAGE_MAX_CHARS)}...` : line
+  return { kind: 'error', code: 'reactor_error', detail: `The Reactor failed: ${text}` }
 }

@@ -1,6 +1,7 @@
 import ivm from 'isolated-vm'
 import { discardContext, prepareContext, type SandboxContext } from './sandbox-context.js'
 import { discardBlank, IsolateFactory } from './isolate-factory.js'
+import { wrapperEscape } from './module-body.js'
 import { MODULE_FILENAME, MODULE_LINE_OFFSET, wrapModule } from './sandbox-source.js'
 
 /** One isolate with the prelude and one Reactor's code compiled, and the one context its calls run in. */
@@ -22,7 +23,7 @@ export interface IsolateSlot {
   syncStops: number
 }
 
-/** What a cold start needs: the code, and which version it is (to remember `contained`). */
+/** What a cold start needs: the code, and which version it is (to remember whether it escapes its wrapper). */
 export interface FreshCode {
   reactorId: string
   version: string
@@ -46,8 +47,8 @@ const RECYCLE_HEAP_FRACTION = 0.5
  * each check cost about 15 µs.
  */
 const HEAP_CHECK_EVERY = 4
-/** Versions whose `contained` verdict is remembered (a boolean each), beyond which the oldest go. */
-const CONTAINED_MEMORY = 1024
+/** Versions whose wrapper verdict is remembered (see wrapperEscape), beyond which the oldest go. */
+const ESCAPE_MEMORY = 1024
 /**
  * Disposing an isolate costs about 0.9 ms of this thread: done that long after the call that
  * let it go, so the call's answer (and a cold start waiting behind a retired version's drop)
@@ -64,7 +65,8 @@ const DISPOSE_DELAY_MS = 10
  */
 export class IsolateCache {
   private readonly slots = new Map<number, IsolateSlot>()
-  private readonly containedByVersion = new Map<string, boolean>()
+  /** By version: null when the code stays in its wrapper, else why it does not. */
+  private readonly escapeByVersion = new Map<string, string | null>()
   private readonly factory: IsolateFactory
   private readonly graveyard: IsolateSlot[] = []
 
@@ -99,6 +101,11 @@ export class IsolateCache {
     return true
   }
 
+  /** Whether slot `id` is held here (a warm isolate). */
+  holds(id: number): boolean {
+    return this.slots.has(id)
+  }
+
   /** The ledger dropped these slots (idle ones; an unknown id was already disposed after its call). */
   drop(ids: number[]): void {
     for (const id of ids) {
@@ -131,12 +138,12 @@ export class IsolateCache {
     const { isolate, prelude, context } = blank
     try {
       const module = await isolate.compileScript(wrapModule(fresh.code), { filename: MODULE_FILENAME, lineOffset: MODULE_LINE_OFFSET })
-      const contained = await this.isContained(isolate, fresh)
       const sandbox = context ?? prepareContext(isolate, prelude, undefined, this.limits.payloadMaxBytes)
-      if (contained) {
-        module.runSync(sandbox.context)
-        sandbox.evaluated = true
-      }
+      // Code that escapes the wrapper is refused (saves check it too; this holds for code
+      // saved before they did): evaluating the module then only hands the factory over.
+      const escape = await this.escapeOf(isolate, sandbox.context, fresh)
+      if (escape !== null) throw new SyntaxError(escape)
+      module.runSync(sandbox.context)
       return { id, isolate, module, context: sandbox, keep, busy: true, sinceHeapCheck: HEAP_CHECK_EVERY - 1, hasRun: false, tooSlowForSync: false, syncStops: 0 }
     } catch (err) {
       discardBlank(blank)
@@ -144,15 +151,15 @@ export class IsolateCache {
     }
   }
 
-  /** Whether this version compiles on its own (see compilesAlone); checked once per version. */
-  private async isContained(isolate: ivm.Isolate, fresh: FreshCode): Promise<boolean> {
+  /** Why this version escapes its wrapper, or null (see wrapperEscape); checked once per version. */
+  private async escapeOf(isolate: ivm.Isolate, context: ivm.Context, fresh: FreshCode): Promise<string | null> {
     const key = `${fresh.reactorId}\n${fresh.version}`
-    const known = this.containedByVersion.get(key)
+    const known = this.escapeByVersion.get(key)
     if (known !== undefined) return known
-    const contained = await compilesAlone(isolate, fresh.code)
-    if (this.containedByVersion.size >= CONTAINED_MEMORY) this.containedByVersion.delete(this.containedByVersion.keys().next().value!)
-    this.containedByVersion.set(key, contained)
-    return contained
+    const escape = (await wrapperEscape(isolate, fresh.code, context)) ?? null
+    if (this.escapeByVersion.size >= ESCAPE_MEMORY) this.escapeByVersion.delete(this.escapeByVersion.keys().next().value!)
+    this.escapeByVersion.set(key, escape)
+    return escape
   }
 
   /** Out of the cache now; disposed DISPOSE_DELAY_MS later, with any others let go meanwhile. */
@@ -165,22 +172,6 @@ export class IsolateCache {
         dispose(gone.isolate)
       }
     }, DISPOSE_DELAY_MS)
-  }
-}
-
-/**
- * Code that is a valid script on its own has balanced braces in the very same token stream, so
- * inside `(function (module, exports) {...})` it cannot close the wrapper early and put
- * statements at the top level. (Code that only compiles wrapped, e.g. with a top-level
- * `return`, still works; it is just evaluated the slow, careful way.)
- */
-async function compilesAlone(isolate: ivm.Isolate, code: string): Promise<boolean> {
-  try {
-    const script = await isolate.compileScript(code)
-    script.release()
-    return true
-  } catch {
-    return false
   }
 }
 

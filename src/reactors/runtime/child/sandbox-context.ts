@@ -17,15 +17,13 @@ export interface SandboxContext {
   /** The prelude's one entry point: `('run', input, maxChars)` or `('deliver', callId, ok, text)`. */
   entry: FnRef
   relay: BridgeRelay
-  /** The module script has run (the prelude holds its factory). */
-  evaluated: boolean
 }
 
 /**
  * Creating and hardening a context costs milliseconds, so it happens once per isolate, for a
  * cold start ahead of time (see IsolateFactory). Only our prelude runs here, synchronously: it
  * is small and trusted. `containedModule` is evaluated too: it only hands the factory function
- * over, since the code was checked not to escape the wrapper (see IsolateCache). Nothing the
+ * over, since the code was checked not to escape the wrapper (see wrapperEscape). Nothing the
  * Reactor wrote runs outside an invocation and its deadline.
  */
 export function prepareContext(isolate: ivm.Isolate, prelude: ivm.Script, containedModule: ivm.Script | undefined, payloadMaxBytes: number): SandboxContext {
@@ -35,7 +33,7 @@ export function prepareContext(isolate: ivm.Isolate, prelude: ivm.Script, contai
   const entry = prelude.runSync(context, { reference: true }) as FnRef
   relay.attach(entry)
   containedModule?.runSync(context)
-  return { context, entry, relay, evaluated: containedModule !== undefined }
+  return { context, entry, relay }
 }
 
 /** Releases everything: any live Reference would pin the context (and its heap) in the isolate. */

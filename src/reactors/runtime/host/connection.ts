@@ -86,7 +86,8 @@ export class RuntimeConnection {
     this.drop(drops)
     const id = ++this.nextId
     const frame: LaneRequest = { t: 'invoke', id, slot: slot.id, ms, keep: slot.kept }
-    if (fresh) frame.fresh = { reactorId: req.reactorId, version: req.version, code: req.code }
+    // The code travels in the body as is, before the input (see requestFrameMaxBytes).
+    if (fresh) frame.fresh = { reactorId: req.reactorId, version: req.version, codeChars: req.code.length }
     return new Promise<RunResult>((resolve, reject) => {
       const settle = (reply: Settled): void => {
         const retired = this.opts.pool.checkin(slot, reply.t === 'done' && reply.kept)
@@ -95,7 +96,7 @@ export class RuntimeConnection {
         resolve({ start: fresh ? 'cold' : 'warm', overran: reply.overran, outcome: reply.outcome })
       }
       this.track(id, slot.lane, ms, req, settle, reject)
-      this.write(slot.lane, frame, input)
+      this.write(slot.lane, frame, fresh ? req.code + input : input)
     })
   }
 

@@ -60,24 +60,34 @@ export class FrameError extends Error {
 /**
  * Reassembles frames from stream chunks in any split. A frame announcing more than `maxBytes`
  * throws FrameError: the stream is corrupt or the other side broken, and the lane must go.
+ * Unless `onOversized` is given: then such a frame's header (if it fits the bound itself) goes
+ * there, its body is skipped as it streams by (never buffered), and the next frame is read as
+ * usual, so one frame too large for this side fails one call, not the lane.
  */
 export class FrameReader {
   private pending: Buffer[] = []
   private pendingBytes = 0
+  /** Body bytes of an oversized frame still to skip. */
+  private skipping = 0
 
   constructor(
     private readonly onFrame: (header: unknown, body: string) => void,
     private readonly maxBytes: number,
+    private readonly onOversized?: (header: unknown) => void,
   ) {}
 
   push(chunk: Buffer): void {
     let data = chunk
+    if (this.skipping > 0) {
+      const skipped = Math.min(this.skipping, data.length)
+      this.skipping -= skipped
+      data = data.subarray(skipped)
+      if (data.length === 0) return
+    }
     if (this.pendingBytes > 0) {
-      this.pending.push(chunk)
-      this.pendingBytes += chunk.length
-      const needed = this.needed()
-      if (needed > this.maxBytes) throw new FrameError(`lane frame of ${needed} bytes exceeds ${this.maxBytes}`)
-      if (this.pendingBytes < needed) return
+      this.pending.push(data)
+      this.pendingBytes += data.length
+      if (this.pendingBytes < this.needed()) return
       data = Buffer.concat(this.pending, this.pendingBytes)
       this.pending = []
       this.pendingBytes = 0
@@ -87,9 +97,19 @@ export class FrameReader {
       const headBytes = data.readUInt32LE(offset)
       const bodyBytes = data.readUInt32LE(offset + 4)
       const size = PREFIX + headBytes + bodyBytes
-      if (size > this.maxBytes) throw new FrameError(`lane frame of ${size} bytes exceeds ${this.maxBytes}`)
-      if (data.length - offset < size) break
       const headStart = offset + PREFIX
+      if (size > this.maxBytes) {
+        this.refuse(size, headBytes)
+        if (data.length < headStart + headBytes) break
+        const header: unknown = JSON.parse(data.toString('utf8', headStart, headStart + headBytes))
+        const available = data.length - headStart - headBytes
+        // State first: the callback may write, and a later chunk must find the skip in place.
+        this.skipping = Math.max(0, bodyBytes - available)
+        offset = Math.min(data.length, offset + size)
+        this.onOversized?.(header)
+        continue
+      }
+      if (data.length - offset < size) break
       const header: unknown = JSON.parse(data.toString('utf8', headStart, headStart + headBytes))
       const body = bodyBytes === 0 ? '' : data.toString('utf8', headStart + headBytes, offset + size)
       offset += size
@@ -101,7 +121,15 @@ export class FrameReader {
     }
   }
 
-  /** Bytes the first pending frame needs in all (its prefix until that is complete). */
+  /** A frame over the bound: FrameError, unless it is to be skipped and its header fits. */
+  private refuse(size: number, headBytes: number): void {
+    if (this.onOversized === undefined || PREFIX + headBytes > this.maxBytes) throw new FrameError(`lane frame of ${size} bytes exceeds ${this.maxBytes}`)
+  }
+
+  /**
+   * Bytes the first pending frame needs in all (its prefix until that is complete; of a frame
+   * over the bound, its prefix and header, or FrameError).
+   */
   private needed(): number {
     if (this.pendingBytes < PREFIX) return PREFIX
     const prefix = Buffer.allocUnsafe(PREFIX)
@@ -110,6 +138,10 @@ export class FrameReader {
       filled += chunk.copy(prefix, filled, 0, Math.min(chunk.length, PREFIX - filled))
       if (filled === PREFIX) break
     }
-    return PREFIX + prefix.readUInt32LE(0) + prefix.readUInt32LE(4)
+    const headBytes = prefix.readUInt32LE(0)
+    const size = PREFIX + headBytes + prefix.readUInt32LE(4)
+    if (size <= this.maxBytes) return size
+    this.refuse(size, headBytes)
+    return PREFIX + headBytes
   }
 }

@@ -17,6 +17,30 @@ export interface RuntimeLimits {
   /** Bridge calls of one invocation sent to the API process at once; the prelude queues the rest. */
   bridgeConcurrency: number
   workers: number
+  /** The longest Reactor code (UTF-16 units) a save accepts; a cold start's frame carries it. */
+  codeMaxChars: number
+}
+
+/** Room in a lane frame for its header, beyond the value it carries. */
+export const FRAME_HEADROOM_BYTES = 64 * 1024
+
+/**
+ * The largest frame a worker sends (and the API process takes): a result or a bridge argument
+ * (at most the payload limit, checked in UTF-8 bytes), plus a header the worker keeps small
+ * (error details are cut, see worker.ts).
+ */
+export function replyFrameMaxBytes(payloadMaxBytes: number): number {
+  return payloadMaxBytes + FRAME_HEADROOM_BYTES
+}
+
+/**
+ * The largest frame the API process sends a worker: an input (at most the payload limit) after
+ * a cold start's code, which travels in the body as is (in the header it was JSON-escaped, up to
+ * six bytes per character, and a valid call overran the worker's bound). UTF-8 takes at most
+ * three bytes per UTF-16 unit.
+ */
+export function requestFrameMaxBytes(limits: Pick<RuntimeLimits, 'payloadMaxBytes' | 'codeMaxChars'>): number {
+  return limits.payloadMaxBytes + 3 * limits.codeMaxChars + FRAME_HEADROOM_BYTES
 }
 
 /** Worker `i` talks over inherited file descriptor `LANE_FD_BASE + i` (after stdin/out/err and IPC). */
@@ -60,10 +84,11 @@ export type ChildMessage = { type: 'log'; level: 'debug' | 'warn' | 'error'; msg
 // --- Lane: API process -> worker (the frame body in brackets) ---------------------------------
 export type LaneRequest =
   /**
-   * [input JSON] Run on isolate `slot`, within `ms`. A new slot comes with the Reactor's code
-   * (and ids, to cache what is learnt about that version); `keep` says whether it stays warm.
+   * [input JSON, after the code on a cold start] Run on isolate `slot`, within `ms`. A new slot
+   * comes with the Reactor's code (the body's first `codeChars` UTF-16 units) and ids, to cache
+   * what is learnt about that version; `keep` says whether it stays warm.
    */
-  | { t: 'invoke'; id: number; slot: number; ms: number; keep: boolean; fresh?: { reactorId: string; version: string; code: string } }
+  | { t: 'invoke'; id: number; slot: number; ms: number; keep: boolean; fresh?: { reactorId: string; version: string; codeChars: number } }
   /** Dispose these idle isolates (scale-in, eviction, a retired version). */
   | { t: 'drop'; slots: number[] }
   /** [code] Syntax check only. */
