@@ -4,7 +4,7 @@ import type { Authenticator } from '../auth/authenticator.js'
 import { authorizeApplicationChange, authorizeLifetime } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import { AppError } from '../errors/index.js'
-import type { ApplicationKeyRecord, Store } from '../store/index.js'
+import type { ApplicationKeyRecord, ApplicationRecord, Store } from '../store/index.js'
 import type { ApplicationsService } from './service.js'
 import { isUuid } from '../shapes/ids.js'
 
@@ -29,15 +29,18 @@ export function applicationKeysService(deps: { store: Store; hasher: ApiKeyHashe
   return {
     async createKey(caller: Principal, applicationId: string): Promise<KeyWithSecret> {
       const app = await applications.getApplication(caller.tenantId, applicationId)
-      authorizeApplicationChange(caller, app)
-      authorizeLifetime(caller, app.expires_at, { what: 'The new key', field: 'id' })
       const key = newApiKey(app.type)
       const record: ApplicationKeyRecord = { id: randomUUID(), tenant_id: caller.tenantId, application_id: app.id, key_hash: hasher.hash(key), created_by: caller.id, created_at: new Date() }
-      if (!(await store.applicationKeys.insertBounded(record, MAX_APPLICATION_KEYS))) {
-        // The Application may have been deleted meanwhile: that is a 404, not the cap.
-        await applications.getApplication(caller.tenantId, applicationId)
-        throw new AppError('conflict', { detail: `An Application holds at most ${MAX_APPLICATION_KEYS} keys beside its own; delete one first.` })
-      }
+      const outcome = await store.transaction(async (trx) => {
+        // Decided on the row as locked: the key holds its grants from the commit on.
+        const current = await store.applications.lock(caller.tenantId, app.id, trx)
+        if (!current) return 'gone'
+        authorizeChange(caller, current)
+        return (await store.applicationKeys.insertBounded(record, MAX_APPLICATION_KEYS, trx)) ? 'created' : 'full'
+      })
+      // The Application may have been deleted meanwhile: that is a 404, not the cap.
+      if (outcome === 'gone') throw new AppError('not_found', { detail: 'No Application with this id.' })
+      if (outcome === 'full') throw new AppError('conflict', { detail: `An Application holds at most ${MAX_APPLICATION_KEYS} keys beside its own; delete one first.` })
       return { record, key }
     },
 
@@ -56,11 +59,13 @@ export function applicationKeysService(deps: { store: Store; hasher: ApiKeyHashe
     /** The key stops at once in every process, and so do the sessions created or authorized with it. */
     async deleteKey(caller: Principal, applicationId: string, keyId: string): Promise<void> {
       const app = await applications.getApplication(caller.tenantId, applicationId)
-      authorizeApplicationChange(caller, app)
-      if (!isUuid(keyId)) throw notFound()
       const deleted = await store.transaction(async (trx) => {
-        // The Application's row first, as every change of its keys and sessions locks it.
-        if (!(await store.applications.lock(caller.tenantId, app.id, trx))) return undefined
+        // The Application's row first, as every change of its keys and sessions locks it; the
+        // decision reads the row as locked, not as it was before a concurrent widening.
+        const current = await store.applications.lock(caller.tenantId, app.id, trx)
+        if (!current) return undefined
+        authorizeApplicationChange(caller, current)
+        if (!isUuid(keyId)) return undefined
         const keyHash = await store.applicationKeys.delete(caller.tenantId, app.id, keyId, trx)
         return keyHash === undefined ? undefined : { keyHash, sessions: await store.sessions.deleteOfKey(caller.tenantId, keyHash, trx) }
       })
@@ -71,3 +76,9 @@ export function applicationKeysService(deps: { store: Store; hasher: ApiKeyHashe
 }
 
 export type ApplicationKeysService = ReturnType<typeof applicationKeysService>
+
+/** Minting a key hands out the Application's grants, for as long as the Application lives. */
+function authorizeChange(caller: Principal, current: ApplicationRecord): void {
+  authorizeApplicationChange(caller, current)
+  authorizeLifetime(caller, current.expires_at, { what: 'The new key', field: 'id' })
+}

@@ -86,20 +86,16 @@ export function applicationsService(deps: ApplicationsDeps) {
     },
 
     async updateApplication(caller: Principal, id: string, input: ApplicationUpdate): Promise<ApplicationRecord> {
-      const current = await find(caller.tenantId, id)
-      const permissions = input.permissions ?? []
-      const rules = input.rules ?? []
-      const errors = validateGrants(current.type, permissions, rules)
+      const found = await find(caller.tenantId, id)
+      const next = { permissions: input.permissions ?? [], rules: input.rules ?? [] }
+      // The type never changes, so the grants are validated before the row is locked.
+      const errors = validateGrants(found.type, next.permissions, next.rules)
       if (input.permissions && input.permissions.length === 0) (errors.permissions ??= []).push('must not be empty when given')
       if (Object.keys(errors).length) throw new ValidationError(errors)
-      authorizeApplicationChange(caller, current, { permissions, rules })
-      // Widening hands out access for as long as the Application lives.
-      if (narrows({ permissions, rules }, current)) authorizeLifetime(caller, current.expires_at, { what: 'The widened Application', field: 'id' })
-      const result = await store.applications.update(caller.tenantId, id, {
-        name: input.name,
-        permissions,
-        rules,
-        ...changeStamp(caller),
+      const result = await store.applications.update(caller.tenantId, id, { name: input.name, ...next, ...changeStamp(caller) }, undefined, (current) => {
+        authorizeApplicationChange(caller, current, next)
+        // Widening hands out access for as long as the Application lives.
+        if (narrows(next, current)) authorizeLifetime(caller, current.expires_at, { what: 'The widened Application', field: 'id' })
       })
       if (!result) throw new AppError('not_found', { detail: 'No Application with this id.' })
       // Cached principals carry the old grants, the sessions it authorized the old bound. A
@@ -107,7 +103,7 @@ export function applicationsService(deps: ApplicationsDeps) {
       // narrows them; a public creator's grants bound nothing the session does, so narrowing
       // one ends the sessions it vouched for under the wider grant.
       const keyHashes = [result.updated.key_hash, ...(await store.applicationKeys.hashesOf(caller.tenantId, id))]
-      const ends = current.type === 'public' && narrows(current, { permissions, rules })
+      const ends = result.previous.type === 'public' && narrows(result.previous, next)
       const sessions = ends ? await store.sessions.deleteOf(caller.tenantId, id) : await store.sessions.keyHashesOf(caller.tenantId, id)
       await invalidate(keyHashes, sessions)
       return result.updated
@@ -115,24 +111,28 @@ export function applicationsService(deps: ApplicationsDeps) {
 
     /** A new key ends the sessions the Application created or authorized: they were vouched for by the old one. */
     async regenerateKey(caller: Principal, id: string): Promise<WithKey> {
-      const current = await find(caller.tenantId, id)
-      authorizeApplicationChange(caller, current)
-      authorizeLifetime(caller, current.expires_at, { what: 'The new key', field: 'id' })
-      const key = newApiKey(current.type)
-      const { result, sessions } = await store.transaction(async (trx) => ({
-        result: await store.applications.update(caller.tenantId, id, { key_hash: hasher.hash(key), ...changeStamp(caller) }, trx),
-        sessions: await store.sessions.deleteOf(caller.tenantId, id, trx),
-      }))
+      const key = newApiKey((await find(caller.tenantId, id)).type)
+      const { result, sessions } = await store.transaction(async (trx) => {
+        const authorize = (current: ApplicationRecord) => {
+          authorizeApplicationChange(caller, current)
+          authorizeLifetime(caller, current.expires_at, { what: 'The new key', field: 'id' })
+        }
+        const updated = await store.applications.update(caller.tenantId, id, { key_hash: hasher.hash(key), ...changeStamp(caller) }, trx, authorize)
+        return { result: updated, sessions: updated ? await store.sessions.deleteOf(caller.tenantId, id, trx) : [] }
+      })
       if (!result) throw new AppError('not_found', { detail: 'No Application with this id.' })
       await invalidate(result.previousKeyHash, sessions)
       return { application: result.updated, key }
     },
 
     async deleteApplication(caller: Principal, id: string): Promise<void> {
-      authorizeApplicationChange(caller, await find(caller.tenantId, id))
+      await find(caller.tenantId, id)
       const deleted = await store.transaction(async (trx) => {
-        // The Application's row first, as every change of its keys and sessions locks it.
-        if (!(await store.applications.lock(caller.tenantId, id, trx))) return undefined
+        // The Application's row first, as every change of its keys and sessions locks it; the
+        // decision reads the row as locked, not as it was before a concurrent widening.
+        const current = await store.applications.lock(caller.tenantId, id, trx)
+        if (!current) return undefined
+        authorizeApplicationChange(caller, current)
         return {
           sessions: await store.sessions.deleteOf(caller.tenantId, id, trx),
           // Deleted with the Application (foreign key cascade).

@@ -21,7 +21,7 @@ t.test('the application keys migration on an existing database', async (t) => {
   const store = { applications: applicationsRepository(knex), applicationKeys: applicationKeysRepository(knex) } as unknown as Store
   const lookup = applicationLookup(store)
   t.match(await lookup('a'.repeat(64)), { id: app, keyHash: 'a'.repeat(64) }, 'the existing key authenticates')
-  t.ok(await store.applicationKeys.insertBounded({ id: randomUUID(), tenant_id: tenant, application_id: app, key_hash: 'b'.repeat(64), created_by: null, created_at: now }, 10))
+  t.ok(await knex.transaction((trx) => store.applicationKeys.insertBounded({ id: randomUUID(), tenant_id: tenant, application_id: app, key_hash: 'b'.repeat(64), created_by: null, created_at: now }, 10, trx)))
   t.match(await lookup('b'.repeat(64)), { id: app, keyHash: 'b'.repeat(64) }, 'an extra key authenticates as its Application')
   t.equal(await lookup('c'.repeat(64)), undefined)
   await knex('applications').where({ id: app }).delete()

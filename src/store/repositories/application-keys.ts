@@ -19,15 +19,15 @@ export function applicationKeysRepository(knex: Knex) {
      * Inserts unless the Application already holds `max` extra keys; false then. The Application's
      * row is locked first, so two concurrent creates can't both pass the count.
      */
-    async insertBounded(key: ApplicationKeyRecord, max: number): Promise<boolean> {
-      return knex.transaction(async (trx) => {
-        const app = await trx('applications').where({ tenant_id: key.tenant_id, id: key.application_id }).forUpdate().first('id')
-        if (!app) return false
-        const row = await of(key.tenant_id, key.application_id, trx).count<{ count: number }[]>({ count: '*' }).first()
-        if (Number(row?.count ?? 0) >= max) return false
-        await table(trx).insert(key)
-        return true
-      })
+    /**
+     * Inserts `key` unless its Application holds `max` keys already, in `trx`, which must hold
+     * the Application's row lock (applications.lock): concurrent inserts count one after another.
+     */
+    async insertBounded(key: ApplicationKeyRecord, max: number, trx: Knex): Promise<boolean> {
+      const row = await of(key.tenant_id, key.application_id, trx).count<{ count: number }[]>({ count: '*' }).first()
+      if (Number(row?.count ?? 0) >= max) return false
+      await table(trx).insert(key)
+      return true
     },
     list(tenantId: string, applicationId: string): Promise<ApplicationKeyRecord[]> {
       return of(tenantId, applicationId).orderBy([{ column: 'created_at' }, { column: 'id' }])

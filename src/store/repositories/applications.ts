@@ -53,29 +53,37 @@ export function applicationsRepository(knex: Knex) {
       if (filter.types.length) void base.whereIn('type', filter.types)
       return pageOf<ApplicationRecord>(base, page, size)
     },
+    /**
+     * Changes the Application under its row lock. `authorize` sees the row as locked (the one
+     * the write replaces) and throws to refuse: a decision on a row read earlier could let a
+     * narrow key weaken an Application widened meanwhile.
+     */
     async update(
       tenantId: string,
       id: string,
       patch: Partial<Pick<ApplicationRecord, 'name' | 'permissions' | 'rules' | 'key_hash' | 'modified_by' | 'modified_at'>>,
       outer: Knex = knex,
-    ): Promise<{ updated: ApplicationRecord; previousKeyHash: string } | undefined> {
+      authorize: (current: ApplicationRecord) => void = () => undefined,
+    ): Promise<{ updated: ApplicationRecord; previous: ApplicationRecord; previousKeyHash: string } | undefined> {
       return outer.transaction(async (trx) => {
         const current = await table(trx).where({ tenant_id: tenantId, id }).forUpdate().first()
         if (!current) return undefined
+        authorize(current)
         const values: Record<string, unknown> = { ...patch }
         if (patch.permissions) values.permissions = json(patch.permissions)
         if (patch.rules) values.rules = json(patch.rules)
         const [updated] = await table(trx).where({ tenant_id: tenantId, id }).update(values).returning('*')
-        return updated ? { updated: updated as ApplicationRecord, previousKeyHash: current.key_hash } : undefined
+        return updated ? { updated: updated as ApplicationRecord, previous: current, previousKeyHash: current.key_hash } : undefined
       })
     },
     /**
-     * Locks the Application's row until `trx` ends; false when there is none. Every transaction
-     * that changes an Application's keys or sessions takes this lock first (update does), so
-     * concurrent deletes, key deletes and regenerations queue instead of deadlocking.
+     * Locks the Application's row until `trx` ends and returns it as locked (what a decision
+     * about changing it must read); undefined when there is none. Every transaction that changes
+     * an Application's keys or sessions takes this lock first (update does), so concurrent
+     * deletes, key deletes and regenerations queue instead of deadlocking.
      */
-    async lock(tenantId: string, id: string, trx: Knex): Promise<boolean> {
-      return (await table(trx).where({ tenant_id: tenantId, id }).forUpdate().first('id')) !== undefined
+    async lock(tenantId: string, id: string, trx: Knex): Promise<ApplicationRecord | undefined> {
+      return table(trx).where({ tenant_id: tenantId, id }).forUpdate().first()
     },
     /** Deletes and returns the deleted row's key hash (so caches can drop it). */
     async delete(tenantId: string, id: string, trx: Knex = knex): Promise<string | undefined> {
