@@ -10,7 +10,7 @@ import { applicationLookup } from './auth/application-lookup.js'
 import { systemClock, type Clock } from './clock.js'
 import type { Config } from './config/index.js'
 import { describeError } from './errors/index.js'
-import type { Secrets } from './config/secrets.js'
+import { secretsFile, type Secrets } from './config/secrets.js'
 import { createRateLimiter, type RateLimiter } from './ratelimit/index.js'
 import { openStore, type Store } from './store/index.js'
 import { createEphemeralProxy } from './proxy/ephemeral-proxy.js'
@@ -28,6 +28,7 @@ import { createCodeHost } from './reactors/code-host.js'
 import { reactorsService, type ReactorsService } from './reactors/service.js'
 import { ReactorSupervisor } from './reactors/supervisor.js'
 import { openVaultKeys, type VaultKeys } from './vault/vault-keys.js'
+import { checkKeyHashSecret } from './vault/key-hash-secret-check.js'
 import { createTenantSettingsCache, type TenantSettingsCache } from './tenants/settings-cache.js'
 import { createInvalidationBus, type InvalidationBus } from './cache/invalidation-bus.js'
 import { createMetrics, type Metrics } from './metrics/metrics.js'
@@ -78,11 +79,20 @@ export interface OpenServicesOptions extends OpenDatabaseOptions {
   clock?: Clock
 }
 
-export async function openServices(config: Config, logger: Logger, secrets: Pick<Secrets, 'masterKey' | 'keyHashSecret'>, rendering: Rendering, options: OpenServicesOptions = {}): Promise<Services> {
+export async function openServices(config: Config, logger: Logger, secrets: Pick<Secrets, 'masterKey' | 'keyHashSecret'> & Partial<Pick<Secrets, 'generated'>>, rendering: Rendering, options: OpenServicesOptions = {}): Promise<Services> {
   const { clock = systemClock, ...dbOptions } = options
   const metrics = createMetrics()
-  const limiter = instrumentLimiter(createRateLimiter({ config, logger }), metrics)
   const store = await openStore(config, { logger, ...dbOptions, clock })
+  // Before any key is hashed or any audit entry sealed with it.
+  await checkKeyHashSecret(store, secrets.keyHashSecret, {
+    source: config.keyHashSecret ? 'SVC_KEY_HASH_SECRET' : `the key_hash_secret in ${secretsFile(config)}`,
+    generated: secrets.generated?.includes('key_hash_secret') === true,
+    record: true,
+  }).catch(async (err: unknown) => {
+    await store.db.close()
+    throw err
+  })
+  const limiter = instrumentLimiter(createRateLimiter({ config, logger }), metrics)
   const bus = createInvalidationBus(store.db, logger)
   const hasher = apiKeyHasher(secrets.keyHashSecret)
   const authenticator = createAuthenticator({ bus, hasher, logger, clock, lookups: [applicationLookup(store), sessionLookup(store)] })

@@ -1,7 +1,8 @@
 import type { Command } from 'commander'
 import { ConfigError, loadConfig, type Config } from '../config/index.js'
-import { requireSecret, SecretsError, type SecretName } from '../config/secrets.js'
+import { requireSecret, SecretsError, secretsFile, type SecretName } from '../config/secrets.js'
 import { openStore, type Store } from '../store/index.js'
+import { checkKeyHashSecret, KeyHashSecretError } from '../vault/key-hash-secret-check.js'
 import { CliError, EXIT_USAGE } from './cli-error.js'
 
 /** What every command gets: the environment's configuration, and output it may be tested on. */
@@ -43,6 +44,21 @@ export function cliSecret(config: Config, name: SecretName): string {
     return requireSecret(config, name)
   } catch (err) {
     if (err instanceof SecretsError) throw new CliError(err.message, EXIT_USAGE)
+    throw err
+  }
+}
+
+/**
+ * Refuses (exit 2) a key-hash secret other than the one the servers recorded: a key hashed under
+ * it would never authenticate. Reads only: a command never records a check value, so one run with
+ * a wrong secret cannot lock the servers' out.
+ */
+export async function checkCliKeyHashSecret(config: Config, store: Store, secret: string): Promise<void> {
+  const source = config.keyHashSecret ? 'SVC_KEY_HASH_SECRET' : `the key_hash_secret in ${secretsFile(config)}`
+  try {
+    await checkKeyHashSecret(store, secret, { source })
+  } catch (err) {
+    if (err instanceof KeyHashSecretError) throw new CliError(err.message, EXIT_USAGE)
     throw err
   }
 }

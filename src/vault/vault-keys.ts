@@ -28,37 +28,68 @@ interface StoredSecret {
 /**
  * Opens the keyring against what the database recorded. A server started with the wrong master
  * key must never write with it: it comes up with the vault unavailable (token routes 503,
- * `/readyz` down) instead of encrypting new data under a key the old data does not share.
+ * `/readyz` down) instead of encrypting new data under a key the old data does not share. Check
+ * values are recorded only once the keyring has proven it opens the database (the keyed-hash
+ * secret unwraps): one start with a mistyped key must not lock the right one out.
  */
 export async function openVaultKeys(store: Store, masterKey: string, logger: Logger): Promise<VaultKeys> {
   const keyring = parseKeyring(masterKey)
   const recorded = await store.meta.get(CHECK_VALUES)
   if (recorded) {
     const check = keyring.verifyCheckValues(JSON.parse(recorded) as Record<string, string>)
-    if (check.mismatched.length) {
-      logger.error({ key_ids: check.mismatched }, 'SVC_MASTER_KEY does not match the key this database was encrypted with; the vault is unavailable')
-      return { ready: false, reason: `master key ${check.mismatched.join(', ')} does not match the database` }
-    }
+    if (check.mismatched.length) return vaultDown(logger, check.mismatched)
     if (check.missing.length) logger.warn({ key_ids: check.missing }, 'master keys recorded earlier are not configured; tokens under them cannot be read')
   }
-  const values = { ...(recorded ? (JSON.parse(recorded) as Record<string, string>) : {}), ...keyring.checkValues() }
-  await store.meta.set(CHECK_VALUES, JSON.stringify(values))
-  const hasher = new TokenDataHasher(await loadHashSecret(store, keyring))
-  return { ready: true, keyring, hasher }
+  const secret = await loadHashSecret(store, keyring)
+  if (!secret.ok) {
+    logger.error({ key_id: secret.keyId }, `SVC_MASTER_KEY does not open this database (${secret.reason}); the vault is unavailable`)
+    return { ready: false, reason: `master key ${secret.keyId} does not open the database: ${secret.reason}` }
+  }
+  const mismatched = await recordCheckValues(store, keyring)
+  if (mismatched.length) {
+    secret.value.fill(0)
+    return vaultDown(logger, mismatched)
+  }
+  return { ready: true, keyring, hasher: new TokenDataHasher(secret.value) }
 }
 
-/** The keyed-hash secret, generated once and stored wrapped under the master key. */
-async function loadHashSecret(store: Store, keyring: Keyring): Promise<Buffer> {
-  const raw = await store.meta.get(HASH_SECRET)
-  if (raw) {
-    const stored = JSON.parse(raw) as StoredSecret
-    const wrapped = { keyId: stored.keyId, encryptedKey: Buffer.from(stored.encryptedKey, 'base64') }
-    return unwrapSecret(wrapped, HASH_SECRET_PURPOSE, keyring)
+function vaultDown(logger: Logger, keyIds: string[]): VaultKeys {
+  logger.error({ key_ids: keyIds }, 'SVC_MASTER_KEY does not match the key this database was encrypted with; the vault is unavailable')
+  return { ready: false, reason: `master key ${keyIds.join(', ')} does not match the database` }
+}
+
+/**
+ * Records the check value of every configured key whose id has none yet, keeping those recorded
+ * (one statement: two processes starting together cannot overwrite each other's), and answers
+ * the ids whose recorded value is not this keyring's (another process recorded another key).
+ */
+export async function recordCheckValues(store: Store, keyring: Keyring): Promise<string[]> {
+  const stored = await store.meta.addMissingEntries(CHECK_VALUES, keyring.checkValues())
+  return keyring.verifyCheckValues(stored).mismatched
+}
+
+type LoadedSecret = { ok: true; value: Buffer } | { ok: false; keyId: string; reason: string }
+
+/**
+ * The keyed-hash secret, generated once and stored wrapped under the master key. Processes
+ * starting together on a new database all take the one stored first, never their own.
+ */
+async function loadHashSecret(store: Store, keyring: Keyring): Promise<LoadedSecret> {
+  let raw = await store.meta.get(HASH_SECRET)
+  if (!raw) {
+    const generated = generateHashSecret()
+    const wrapped = wrapSecret(generated, HASH_SECRET_PURPOSE, keyring)
+    generated.fill(0)
+    raw = await store.meta.setIfAbsent(HASH_SECRET, JSON.stringify({ keyId: wrapped.keyId, encryptedKey: wrapped.encryptedKey.toString('base64') }))
   }
-  const secret = generateHashSecret()
-  const wrapped = wrapSecret(secret, HASH_SECRET_PURPOSE, keyring)
-  await store.meta.set(HASH_SECRET, JSON.stringify({ keyId: wrapped.keyId, encryptedKey: wrapped.encryptedKey.toString('base64') }))
-  return secret
+  const stored = JSON.parse(raw) as StoredSecret
+  try {
+    return { ok: true, value: unwrapSecret({ keyId: stored.keyId, encryptedKey: Buffer.from(stored.encryptedKey, 'base64') }, HASH_SECRET_PURPOSE, keyring) }
+  } catch (err) {
+    if (!(err instanceof DecryptError)) throw err
+    const reason = err.reason === 'unknown_key' ? `the keyed-hash secret is stored under ${stored.keyId}, which is not configured` : 'the keyed-hash secret stored under it does not decrypt'
+    return { ok: false, keyId: stored.keyId, reason }
+  }
 }
 
 /**

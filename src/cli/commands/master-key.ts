@@ -1,7 +1,7 @@
 import { parseKeyring } from '../../vault/crypto/index.js'
-import { rewrapAll } from '../../vault/rewrap.js'
-import { CliError, EXIT_USAGE } from '../cli-error.js'
-import { cliConfig, cliSecret, withStore, type CliCommand } from '../context.js'
+import { rewrapAll, type RewrapFailure } from '../../vault/rewrap.js'
+import { CliError, EXIT_FAILED, EXIT_USAGE } from '../cli-error.js'
+import { cliConfig, cliSecret, withStore, type CliCommand, type CliContext } from '../context.js'
 import { integerOption } from '../options.js'
 
 export const command: CliCommand = {
@@ -33,6 +33,23 @@ export const command: CliCommand = {
           }),
         )
         context.out(`done: ${result.rewrapped} data key(s) now under ${keyring.primaryId} in ${Date.now() - started} ms`)
+        if (result.failed.length) throw incomplete(result.failed, keyring.primaryId, context)
       })
   },
+}
+
+const LISTED_FAILURES = 1000
+
+/** Names every token left behind (ids and the cause, never data), so they can be repaired or restored. */
+function incomplete(failed: RewrapFailure[], primaryId: string, context: CliContext): CliError {
+  for (const f of failed.slice(0, LISTED_FAILURES)) {
+    const cause = f.reason === 'unknown_key' ? `master key ${f.keyId} is not configured` : f.reason === 'malformed' ? `its wrapped key under ${f.keyId} is malformed` : `its wrapped key does not decrypt under ${f.keyId}`
+    context.note(`not re-wrapped: tenant ${f.tenantId} token ${f.tokenId}: ${cause}`)
+  }
+  if (failed.length > LISTED_FAILURES) context.note(`... and ${failed.length - LISTED_FAILURES} more`)
+  const oldIds = [...new Set(failed.map((f) => f.keyId))].join(', ')
+  return new CliError(
+    `${failed.length} data key(s) could not be re-wrapped under ${primaryId} (listed above); every other one was. Do not remove ${oldIds} from SVC_MASTER_KEY: these tokens are still under it. Repair or restore those rows, or delete the tokens, then run the command again.`,
+    EXIT_FAILED,
+  )
 }

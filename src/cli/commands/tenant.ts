@@ -7,7 +7,7 @@ import { validator } from '../../http/schemas/validate.js'
 import { createLogger } from '../../logger.js'
 import { recordWithoutRequest, tenantsService } from '../../tenants/service.js'
 import { CliError, EXIT_USAGE } from '../cli-error.js'
-import { cliConfig, cliSecret, withStore, type CliCommand } from '../context.js'
+import { checkCliKeyHashSecret, cliConfig, cliSecret, withStore, type CliCommand } from '../context.js'
 
 const parseCreate = validator(CreateTenantBody)
 
@@ -31,6 +31,7 @@ export const command: CliCommand = {
         // Its log lines (a failed write) go to stderr, so stdout stays the result alone.
         const logger = createLogger(config, { write: (line) => context.note(line.trimEnd()) })
         const created = await withStore(config, async (store) => {
+          await checkCliKeyHashSecret(config, store, keyHashSecret)
           // A new tenant's settings are cached nowhere yet, so creating one invalidates nothing.
           const service = tenantsService({ store, hasher, settings: { invalidate: async () => undefined }, logger })
           const audit = createAuditLog({ store, keyring: auditKeyring(config.audit.secret, keyHashSecret), config: config.audit, logger })

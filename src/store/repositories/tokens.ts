@@ -171,11 +171,22 @@ export function tokensRepository(knex: Knex, now: Clock) {
         .select('tenant_id', 'id', 'type', 'containers', 'mask', 'key_id', 'encrypted_key', 'ciphertext', 'expires_at')
     },
     /** For each (type, fingerprint) pair, the oldest live token with it among those `scopes` admit (pairs without one have none), in one query. */
-    async findByFingerprints(tenantId: string, pairs: readonly (readonly [type: string, fingerprint: string])[], scopes: readonly AccessScope[]): Promise<TokenRecord[]> {
+    async findByFingerprints(tenantId: string, pairs: readonly (readonly [type: string, fingerprint: string])[], scopes: readonly AccessScope[], trx: Knex = knex): Promise<TokenRecord[]> {
       if (pairs.length === 0) return []
-      const q = live().where({ tenant_id: tenantId }).whereIn(['type', 'fingerprint'], pairs as [string, string][])
+      const q = live(trx).where({ tenant_id: tenantId }).whereIn(['type', 'fingerprint'], pairs as [string, string][])
       applyScopes(q, scopes)
       return q.distinctOn(['type', 'fingerprint']).orderBy([{ column: 'type' }, { column: 'fingerprint' }, { column: 'created_at' }, { column: 'id' }])
+    },
+    /**
+     * Takes, until `trx` ends, a lock per (type, fingerprint) of the tenant, in one order so two
+     * calls cannot wait on each other: deduplicating creates of one value then run one after the
+     * other from their look-up to their commit. The lock is advisory (a 64-bit hash of the three),
+     * so an unrelated value may share one and wait: never a wrong answer.
+     */
+    async lockFingerprints(tenantId: string, pairs: readonly (readonly [type: string, fingerprint: string])[], trx: Knex): Promise<void> {
+      const keys = [...new Set(pairs.map(([type, fingerprint]) => `${tenantId}:${type}:${fingerprint}`))].sort()
+      if (keys.length === 0) return
+      await trx.raw('select pg_advisory_xact_lock(hashtextextended(k, 0)) from unnest(?::text[]) as k', [keys])
     },
     async list(tenantId: string, filter: TokenFilter, scopes: readonly AccessScope[], page: number, size: number): Promise<Page<TokenRecord>> {
       const base = live().where({ tenant_id: tenantId })
@@ -207,18 +218,29 @@ export function tokensRepository(knex: Knex, now: Clock) {
       const rows = await knex('tokens').where('expires_at', '<=', now).delete().returning(['id'])
       return rows.length
     },
-    /** A batch of rows still wrapped under a key other than `keyId`, for resumable re-wrapping. */
-    async findWrappedNotUnder(keyId: string, limit: number): Promise<Pick<TokenRecord, 'tenant_id' | 'id' | 'key_id' | 'encrypted_key'>[]> {
-      return knex<TokenRecord>('tokens').whereNot('key_id', keyId).select('tenant_id', 'id', 'key_id', 'encrypted_key').limit(limit)
+    /**
+     * A batch of rows still wrapped under a key other than `keyId`, in (tenant_id, id) order after
+     * `after`, for resumable re-wrapping: a row that cannot be re-wrapped is passed, not met again
+     * at the head of every batch.
+     */
+    async findWrappedNotUnder(keyId: string, limit: number, after?: { tenant_id: string; id: string }): Promise<Pick<TokenRecord, 'tenant_id' | 'id' | 'key_id' | 'encrypted_key'>[]> {
+      const query = knex<TokenRecord>('tokens').whereNot('key_id', keyId)
+      if (after) query.whereRaw('(tenant_id, id) > (?::uuid, ?)', [after.tenant_id, after.id])
+      return query.select('tenant_id', 'id', 'key_id', 'encrypted_key').orderBy([{ column: 'tenant_id' }, { column: 'id' }]).limit(limit)
     },
     async countWrappedNotUnder(keyId: string): Promise<number> {
       const row = await knex('tokens').whereNot('key_id', keyId).count<{ count: number }[]>({ count: '*' }).first()
       return Number(row?.count ?? 0)
     },
-    /** Swaps the wrapping only if nobody changed it meanwhile (the server keeps running during a rewrap). */
-    async replaceWrapping(row: { tenant_id: string; id: string; key_id: string }, next: { key_id: string; encrypted_key: Uint8Array }): Promise<boolean> {
+    /**
+     * Swaps the wrapping only if the row still holds the exact wrapping that was read (the server
+     * keeps running during a rewrap). Matching the key id alone is not enough: an update by a
+     * server whose primary key is still the old one writes a new data key under the same id, and
+     * the old data key put over its new ciphertext would make the token unreadable for good.
+     */
+    async replaceWrapping(row: { tenant_id: string; id: string; key_id: string; encrypted_key: Uint8Array }, next: { key_id: string; encrypted_key: Uint8Array }): Promise<boolean> {
       const rows = await knex('tokens')
-        .where({ tenant_id: row.tenant_id, id: row.id, key_id: row.key_id })
+        .where({ tenant_id: row.tenant_id, id: row.id, key_id: row.key_id, encrypted_key: Buffer.from(row.encrypted_key) })
         .update({ key_id: next.key_id, encrypted_key: Buffer.from(next.encrypted_key) })
         .returning(['id'])
       return rows.length > 0
