@@ -17,6 +17,8 @@ export interface TokenView {
   data: unknown
   /** What the answer may show; under `redact` nothing derived from the data (the fingerprint) either. */
   transform: Transform
+  /** A create that found this token by deduplication: nothing was stored. */
+  existing?: true
 }
 
 export interface CreateTokenInput extends TokenFields {
@@ -126,19 +128,25 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache, o
     async createToken(principal: Principal, input: CreateTokenInput): Promise<TokenView> {
       const record = buildTokenRecord(principal.tenantId, input, principal.id, crypto())
       authorizeContainers(principal, 'token:create', record.id, record.containers)
-      if (input.deduplicate_token && record.fingerprint) {
-        // Returning the existing token says "this value is stored there": only where the answer
-        // would show its fingerprint anyway. Anyone else gets a new token, as without the flag.
-        const [existing] = await store.tokens.findByFingerprints(principal.tenantId, [[record.type, record.fingerprint]], equalityScopes(principal, 'token:create'))
-        if (existing) return view(existing, answerTransform(principal, 'token:create', existing))
+      const fingerprint = input.deduplicate_token ? record.fingerprint : null
+      // Returning the existing token says "this value is stored there": only where the answer
+      // would show its fingerprint anyway. Anyone else gets a new token, as without the flag.
+      // Concurrent creates of one value take turns from the look-up to the commit (the lock), so
+      // the second finds the first's token instead of storing its own.
+      const insert = async (trx?: StoreTransaction): Promise<Awaited<ReturnType<typeof store.tokens.insert>> | TokenRecord> => {
+        if (trx === undefined || fingerprint === null) return store.tokens.insert(record, trx)
+        await store.tokens.lockFingerprints(principal.tenantId, [[record.type, fingerprint]], trx)
+        const [existing] = await store.tokens.findByFingerprints(principal.tenantId, [[record.type, fingerprint]], equalityScopes(principal, 'token:create'), trx)
+        return existing ?? store.tokens.insert(record, trx)
       }
-      let inserted: Awaited<ReturnType<typeof store.tokens.insert>> | undefined
+      let inserted: Awaited<ReturnType<typeof insert>> | undefined
       try {
-        inserted = await store.confirmed(() => store.tokens.insert(record), () => store.tokens.stored(record))
+        inserted = await store.confirmed(() => (fingerprint === null ? insert() : store.transaction(insert)), () => store.tokens.stored(record))
       } catch (err) {
         if (isUniqueViolation(err)) throw new AppError('conflict', { detail: 'A token with this id exists.', cause: err })
         throw err
       }
+      if (typeof inserted === 'object') return Object.assign(view(inserted, answerTransform(principal, 'token:create', inserted)), { existing: true as const })
       if (inserted === 'taken') throw new AppError('conflict', { detail: 'A token with this id exists.' })
       if (inserted !== 'inserted') await forgetReplaced(principal.tenantId, [record.id])
       return view(record, answerTransform(principal, 'token:create', record), input.data)

@@ -15,6 +15,13 @@ const MAX_TOKENS_PER_CALL = 1000
 const FULL_TOKEN_KEYS = new Set(['id', 'type', 'data', 'containers', 'metadata', 'mask', 'fingerprint_expression', 'search_indexes', 'deduplicate_token', 'expires_at'])
 
 /** What tokenizing writes with: the store (one transaction), the vault keys and the token service. */
+/**
+ * Told of a tokenize's tokens before its caller gets them (`token.create`, fail-closed): their
+ * ids, the views an answer shows, and whether any was stored (`false` when deduplication found
+ * every one: nothing changed).
+ */
+export type TokensCreatedHook = (tokenIds: string[], views: TokenView[], stored: boolean) => Promise<void>
+
 export interface TokenizeDeps {
   store: Store
   keys: VaultKeys
@@ -35,14 +42,14 @@ export async function tokenizeValue(
   present: (view: TokenView) => unknown,
   viewers: readonly Principal[] = [principal],
   /** Awaited after the insert and before the answer exists: the request's audit record (fail-closed). */
-  audit?: (tokenIds: string[], views: TokenView[]) => Promise<void>,
+  audit?: TokensCreatedHook,
 ): Promise<unknown> {
   const crypto = requireReady(deps.keys)
   // A body was checked as it was parsed; a Reactor's `tokenize` result or `req.svc.tokenize` value
   // was not, and must be refused as that body would be, before any id or metadata reaches the store.
   const unsafe = findUnsafeText(value)
   if (unsafe !== undefined) throw new ValidationError(unsafe)
-  const records: { record: TokenRecord; data: unknown; full: boolean; deduplicate?: boolean; existing?: TokenRecord }[] = []
+  const records: { record: TokenRecord; data: unknown; full: boolean; deduplicate?: boolean; existing?: TokenRecord; sameAs?: TokenRecord }[] = []
   const errors: FieldErrors = {}
   const fieldPath = (path: string, field: string) => [path, field].filter(Boolean).join('.') || 'body'
 
@@ -83,40 +90,59 @@ export async function tokenizeValue(
 
   const shape = walk(value, '')
   if (Object.keys(errors).length) throw new ValidationError(errors)
+  const pair = (type: string, fingerprint: string | null) => `${type}\u0000${fingerprint}`
   const deduplicated = records.filter((entry) => entry.deduplicate && entry.record.fingerprint)
-  if (deduplicated.length) {
-    // As POST /tokens: the existing token only where every viewer would see its fingerprint anyway.
-    const sameValue = [...equalityScopes(principal, 'token:create'), ...viewers.filter((v) => v !== principal).flatMap((v) => equalityScopes(v, 'token:read'))]
-    const pair = (type: string, fingerprint: string | null) => `${type}\u0000${fingerprint}`
-    const found = await deps.store.tokens.findByFingerprints(principal.tenantId, deduplicated.map(({ record }) => [record.type, record.fingerprint!] as const), sameValue)
-    const existing = new Map(found.map((record) => [pair(record.type, record.fingerprint), record]))
-    for (const entry of deduplicated) entry.existing = existing.get(pair(entry.record.type, entry.record.fingerprint))
+  // One value twice in one call is one token: the later entries answer with the first's.
+  const firstOfValue = new Map<string, TokenRecord>()
+  for (const entry of deduplicated) {
+    const key = pair(entry.record.type, entry.record.fingerprint)
+    const first = firstOfValue.get(key)
+    if (first === undefined) firstOfValue.set(key, entry.record)
+    else entry.sameAs = first
   }
-  const fresh = records.filter((entry) => !entry.existing)
+  // As POST /tokens: the existing token only where every viewer would see its fingerprint anyway.
+  const sameValue = deduplicated.length ? [...equalityScopes(principal, 'token:create'), ...viewers.filter((v) => v !== principal).flatMap((v) => equalityScopes(v, 'token:read'))] : []
+  let fresh: typeof records = []
+  const insertAll = () =>
+    deps.store.transaction(async (trx) => {
+      if (firstOfValue.size) {
+        // Concurrent calls deduplicating the same value take turns from the look-up to the
+        // commit, so the second finds the first's token instead of storing its own.
+        const pairs = [...firstOfValue.values()].map((record) => [record.type, record.fingerprint!] as const)
+        await deps.store.tokens.lockFingerprints(principal.tenantId, pairs, trx)
+        const found = await deps.store.tokens.findByFingerprints(principal.tenantId, pairs, sameValue, trx)
+        const existing = new Map(found.map((record) => [pair(record.type, record.fingerprint), record]))
+        for (const entry of deduplicated) entry.existing = existing.get(pair(entry.record.type, entry.record.fingerprint))
+      }
+      fresh = records.filter((entry) => !entry.existing && !entry.sameAs)
+      const ids = fresh.map(({ record }) => record.id)
+      if (new Set(ids).size < ids.length) throw new AppError('conflict', { detail: 'Two of these tokens have the same id.' })
+      const stored = await deps.store.tokens.insertMany(fresh.map(({ record }) => record), trx)
+      if (stored === 'taken') throw new AppError('conflict', { detail: 'A token with one of these ids exists.' })
+      return stored.replaced
+    })
   try {
-    const ids = fresh.map(({ record }) => record.id)
-    if (new Set(ids).size < ids.length) throw new AppError('conflict', { detail: 'Two of these tokens have the same id.' })
-    const insertAll = () =>
-      deps.store.transaction(async (trx) => {
-        const stored = await deps.store.tokens.insertMany(fresh.map(({ record }) => record), trx)
-        if (stored === 'taken') throw new AppError('conflict', { detail: 'A token with one of these ids exists.' })
-        return stored.replaced
-      })
     // All or nothing: if the COMMIT's answer was lost, one record tells whether all landed.
-    const first = fresh[0]?.record
-    const replaced = first ? await deps.store.confirmed(insertAll, () => deps.store.tokens.stored(first)) : []
+    const replaced = records.length === 0 ? [] : await deps.store.confirmed(insertAll, () => (fresh[0] ? deps.store.tokens.stored(fresh[0].record) : Promise.resolve(false)))
     await deps.tokens.forgetReplaced(principal.tenantId, replaced ?? fresh.map(({ record }) => record.id))
   } catch (err) {
     if (isUniqueViolation(err)) throw new AppError('conflict', { detail: 'A token with one of these ids exists.', cause: err })
     throw err
+  }
+  for (const entry of records) {
+    if (entry.sameAs === undefined) continue
+    const first = records.find((other) => other.record === entry.sameAs)!
+    entry.record = first.record
+    entry.existing = first.existing
   }
   const views = records.map(({ record, data, full, existing }) => {
     if (existing) return deps.tokens.view(existing, answerTransform(principal, 'token:create', existing, viewers))
     return full ? deps.tokens.view(record, answerTransform(principal, 'token:create', record, viewers), data) : undefined
   })
   await audit?.(
-    records.map(({ record, existing }) => (existing ?? record).id),
+    [...new Set(records.map(({ record, existing }) => (existing ?? record).id))],
     views.filter((v) => v !== undefined),
+    fresh.length > 0,
   )
   return fill(shape, views.map((view, i) => (view ? present(view) : records[i]!.record.id)))
 }

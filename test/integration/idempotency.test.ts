@@ -231,3 +231,12 @@ t.test('across processes: one runs, the other gets 409 or the replay', { skip: p
   const list = await a.request('GET', '/applications?size=100')
   t.equal(list.body.data.filter((x: { name: string }) => x.name === 'two processes').length, 1)
 })
+
+t.test('a claim outlasts the longest request: a Reactor call under a long time-out', async (t) => {
+  const app = await startTestApp(t, { SVC_REACTOR_TIMEOUT_MS: '200000' })
+  const started = Date.now()
+  const res = await app.request('POST', '/applications', { body: { name: 'leased', type: 'private', permissions: ['token:read'] }, headers: idem('lease-1') })
+  t.equal(res.status, 201)
+  const leaseMs = new Date((await storedRow(app, 'lease-1')).lease_until).getTime() - started
+  t.ok(leaseMs >= 259_000, `the lease (${leaseMs} ms) covers a 200 s Reactor call and a minute of writes: a retry cannot run it again meanwhile`)
+})
