@@ -120,7 +120,7 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
     logger,
     bridges: reactorBridges({ store, keys, tokens, forwarder, config, present: rendering.presentToken, clock }),
   })
-  const host = createCodeHost({ store, runtime: supervisor, codeMaxChars: config.reactors.codeMaxChars })
+  const host = createCodeHost({ store, bus, runtime: supervisor, codeMaxChars: config.reactors.codeMaxChars })
   const reactorCache = createReactorCache({
     bus,
     loadReactor: (tenantId, id) => store.reactors.findById(tenantId, id),

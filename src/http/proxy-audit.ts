@@ -62,7 +62,7 @@ export class ProxyCallAudit implements ExchangeAudit {
   }
 
   async forwarding(tokenIds: readonly string[]): Promise<void> {
-    if (tokenIds.length > 0 || this.bridgeReads) {
+    if (!this.requested && (tokenIds.length > 0 || this.bridgeReads)) {
       await this.recorder.record([this.event({ id: this.id, action: 'proxy.request', outcome: 'success', status: 200, tokenIds })])
       this.requested = true
     }

@@ -8,18 +8,24 @@ import { readBounded } from '../egress/body.js'
 import { buildDestination } from '../egress/destination-url.js'
 import type { Forwarder } from '../egress/forward.js'
 import type { Store } from '../store/index.js'
-import type { TokenService, TokenView } from '../vault/token-service.js'
-import { detokenizeValue, tokenizeValue } from '../vault/tokenize.js'
+import type { TokenService } from '../vault/token-service.js'
+import { detokenizeValue, tokenizeValue, type TokensCreatedHook } from '../vault/tokenize.js'
 import type { VaultKeys } from '../vault/vault-keys.js'
 import type { HostBridges } from './supervisor.js'
 
 /** What every bridge call of one invocation acts as: the Reactor's own Application. */
 export interface InvocationContext {
   actor: Principal | undefined
+  /**
+   * `actor` as it is now (the code host's cached lookup by id): each bridge call that acts on
+   * data acts with it, so an Application deleted or narrowed during the invocation stops acting,
+   * or acts narrower, from that instant. Undefined: `actor` as it was when the invocation began.
+   */
+  current?: (() => Promise<Principal | undefined>) | undefined
   /** Awaited before a bridge hands the running code plaintext (`reactor.token_read`, fail-closed). */
   tokenRead?: ((tokenIds: ReadonlySet<string>) => Promise<void>) | undefined
   /** Awaited after a bridge created tokens and before the code gets them (`token.create`, fail-closed). */
-  tokensCreated?: ((tokenIds: string[], views: TokenView[]) => Promise<void>) | undefined
+  tokensCreated?: TokensCreatedHook | undefined
   /** A bridge call was refused (401, 403): noted as `auth.denied`, whether or not the code catches it. */
   denied?: ((status: number) => void) | undefined
   /** Awaited before `fetch` sends a byte (`reactor.fetch`, fail-closed): the code may hold plaintext. */
@@ -29,6 +35,12 @@ export interface InvocationContext {
    * code stored without awaiting them cannot end in a clean answer with no entry behind them.
    */
   changing?: ((call: Promise<unknown>) => void) | undefined
+  /**
+   * The failed audit write of an earlier bridge call, if any: every later bridge call fails with
+   * it before it does anything (a tokenize stored its tokens and only then met the failure, so
+   * they stood with no entry).
+   */
+  auditFailure?: (() => unknown) | undefined
 }
 
 /**
@@ -44,12 +56,15 @@ export function reactorBridges(deps: {
   present: (view: Parameters<Parameters<typeof tokenizeValue>[3]>[0]) => unknown
   clock: Clock
 }): HostBridges {
-  // Checked at every bridge call: an Application that expired during a long invocation stops acting.
-  const actor = (ctx: InvocationContext): Principal => actingApplication(ctx.actor, 'Reactor', deps.clock())
+  // Resolved at every bridge call: an Application that expired, was deleted or narrowed during a
+  // long invocation stops acting (or acts narrower) at once. `fetch` touches no token and, as for
+  // an unbound Reactor, needs no Application.
+  const actor = async (ctx: InvocationContext): Promise<Principal> => actingApplication(ctx.current ? await ctx.current() : ctx.actor, 'Reactor', deps.clock())
   // The code may catch a refusal; the audit log still sees it.
   async function refusalsNoted<T>(ctx: InvocationContext, call: (actor: Principal) => Promise<T>): Promise<T> {
+    refuseAfterAuditFailure(ctx)
     try {
-      return await call(actor(ctx))
+      return await call(await actor(ctx))
     } catch (err) {
       if (err instanceof AppError && (err.status === 401 || err.status === 403)) ctx.denied?.(err.status)
       throw err
@@ -67,6 +82,7 @@ export function reactorBridges(deps: {
       // Only methods an audit entry can name: with another one its `reactor.fetch` would have to
       // leave the destination out, and code could send data where the log cannot say.
       if (!httpMethods.includes(req.method as HttpMethod)) throw new AppError('bad_request', { detail: `fetch method must be one of ${httpMethods.join(', ')}.` })
+      refuseAfterAuditFailure(ctx as InvocationContext)
       const destination = buildDestination(req.url, '', '', deps.config.proxy)
       await (ctx as InvocationContext).fetching?.(destination.origin, req.method)
       // The invocation may have ended while the audit entry was written: then nothing is sent.
@@ -85,6 +101,11 @@ export function reactorBridges(deps: {
       return { status: res.status, headers, body: body.toString('utf8') }
     },
   }
+}
+
+function refuseAfterAuditFailure(ctx: InvocationContext): void {
+  const failure = ctx.auditFailure?.()
+  if (failure !== undefined) throw failure
 }
 
 function invocationEnded(): AppError {

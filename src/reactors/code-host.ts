@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto'
-import { applicationPrincipal } from '../auth/application-lookup.js'
 import { authorizeBinding, authorizeLifetime } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import { AppError, ValidationError, type FieldErrors } from '../errors/index.js'
 import { isUuid } from '../shapes/ids.js'
 import { isForeignKeyViolation, type ApplicationRecord, type Store } from '../store/index.js'
+import type { InvalidationBus } from '../cache/invalidation-bus.js'
+import { createActorLookup, type ActorLookup } from './actor-cache.js'
 import type { InvocationContext } from './bridges.js'
 import type { ReactorInvocation, ReactorOutcome, ReactorSupervisor } from './supervisor.js'
 
@@ -20,6 +21,8 @@ export type CodeRuntime = Pick<ReactorSupervisor, 'compile' | 'invoke' | 'retire
 export interface CodeRunner {
   /** `context` goes with the call to every bridge call it makes (the acting Application, the audit hook). */
   invoke(code: HostedCode, args: unknown, context: InvocationContext): Promise<ReactorOutcome>
+  /** The principal the code acts as now (see CodeHost); a runner without it leaves the principal as it began. */
+  actor?(tenantId: string, applicationId: string | null): Promise<Principal | undefined>
 }
 
 /** One piece of code about to be saved. */
@@ -81,8 +84,10 @@ export async function saveBound<T>(write: Promise<T>): Promise<T> {
   }
 }
 
-export function createCodeHost(deps: { store: Store; runtime: CodeRuntime; codeMaxChars: number }): CodeHost {
+/** `bus` keeps the acting Applications cached (invalidated with their keys); without it each lookup reads the store. */
+export function createCodeHost(deps: { store: Store; runtime: CodeRuntime; codeMaxChars: number; bus?: InvalidationBus }): CodeHost {
   const { store, runtime, codeMaxChars } = deps
+  const actorOf = createActorLookup(store, deps.bus)
 
   async function application(tenantId: string, id: string): Promise<ApplicationRecord | undefined> {
     return isUuid(id) ? store.applications.findById(tenantId, id) : undefined
@@ -122,14 +127,11 @@ export function createCodeHost(deps: { store: Store; runtime: CodeRuntime; codeM
       return same ? current.version : randomUUID()
     },
 
-    async actor(tenantId, applicationId) {
-      const app = applicationId ? await store.applications.findById(tenantId, applicationId) : undefined
-      return app ? applicationPrincipal(app) : undefined
-    },
+    actor: (tenantId, applicationId) => (applicationId ? actorOf(tenantId, applicationId) : Promise.resolve(undefined)),
 
     // Not `{ ...code, args, context }`: a spread followed by more properties is slow on Node 20.
     async invoke(code, args, context) {
-      const audit = failClosed(context)
+      const audit = failClosed(context, currentActor(actorOf, context.actor))
       let outcome: ReactorOutcome
       try {
         outcome = await runtime.invoke({ tenantId: code.tenantId, reactorId: code.reactorId, version: code.version, code: code.code, configuration: code.configuration, args, context: audit.context })
@@ -146,31 +148,50 @@ export function createCodeHost(deps: { store: Store; runtime: CodeRuntime; codeM
 }
 
 /**
+ * The Application an invocation acts as, as it is at each bridge call: deleted, narrowed or with
+ * a new key since the invocation began, the call acts with what it holds now (nothing once gone).
+ * An id is never reused, so once gone it is not looked up again.
+ */
+function currentActor(actorOf: ActorLookup, actor: Principal | undefined): InvocationContext['current'] {
+  if (actor === undefined) return undefined
+  let gone = false
+  return async () => {
+    if (gone) return undefined
+    const now = await actorOf(actor.tenantId, actor.id)
+    gone = now === undefined
+    return now
+  }
+}
+
+/**
  * The bridge audit hooks of one invocation, remembering a failed write. The code sees the
  * failure as the bridge call's error and may catch it, but the invocation still ends in that
  * error (503): tokens it stored, a read or a fetch it was refused must not end in an answer
  * with no entry behind it. Once one write failed, later bridge calls that need one fail too.
  */
-function failClosed(context: InvocationContext): { context: InvocationContext; settled(): Promise<void> } {
+function failClosed(context: InvocationContext, current: InvocationContext['current']): { context: InvocationContext; settled(): Promise<void> } {
   let failure: { err: unknown } | undefined
   // Tokenize calls still running when the code answered (it need not await them): their insert
   // and entry end before the invocation does, and a failed entry fails it as one awaited would.
   const changes: Promise<unknown>[] = []
   const changing = (call: Promise<unknown>): void => void changes.push(call.catch(() => undefined))
-  function guard<A extends unknown[]>(hook: ((...args: A) => Promise<void>) | undefined): ((...args: A) => Promise<void>) | undefined {
+  // `recordsChange`: the hook reports tokens already stored, so it still tries to write their
+  // entry (and mark the request changed) after another call's failure, then fails with it.
+  function guard<A extends unknown[]>(hook: ((...args: A) => Promise<void>) | undefined, recordsChange = false): ((...args: A) => Promise<void>) | undefined {
     if (hook === undefined) return undefined
     return async (...args) => {
-      if (failure) throw failure.err
+      if (failure && !recordsChange) throw failure.err
       try {
         await hook(...args)
       } catch (err) {
         failure ??= { err }
         throw err
       }
+      if (failure) throw failure.err
     }
   }
   return {
-    context: { actor: context.actor, tokenRead: guard(context.tokenRead), tokensCreated: guard(context.tokensCreated), denied: context.denied, fetching: guard(context.fetching), changing },
+    context: { actor: context.actor, current, tokenRead: guard(context.tokenRead), tokensCreated: guard(context.tokensCreated, true), denied: context.denied, fetching: guard(context.fetching), changing, auditFailure: () => failure?.err },
     // No bridge call of an invocation starts once it ended (the runtime refuses them), so none is missed.
     async settled() {
       if (changes.length > 0) await Promise.all(changes)

@@ -53,7 +53,8 @@ export function reactorsService(deps: {
     const { raw, body, headers, tokenize } = value as Record<string, unknown>
     let tokens: unknown
     if (tokenize !== undefined) {
-      const acting = actingApplication(actor, 'Reactor', deps.clock())
+      // As at each bridge call: the Application as it is now, not as the invocation began.
+      const acting = actingApplication(actor && (await host.actor(actor.tenantId, actor.id)), 'Reactor', deps.clock())
       // The answer goes to the caller: it shows no more than both may read.
       tokens = await tokenizeValue(deps, acting, tokenize, deps.present, [acting, caller], audit?.tokensCreated)
     }
@@ -128,7 +129,7 @@ export interface ReactorAudit {
   /** Before a bridge hands the running code plaintext (`reactor.token_read`). */
   tokenRead(tokenIds: ReadonlySet<string>): Promise<void>
   /** After `req.svc.tokenize` or a `{tokenize}` answer stored tokens, before anyone sees them (`token.create`). */
-  tokensCreated(tokenIds: string[], views: TokenView[]): Promise<void>
+  tokensCreated(tokenIds: string[], views: TokenView[], stored: boolean): Promise<void>
   /** A bridge call was refused (`auth.denied`, or `auth.failed` for an expired Application); noted, not awaited. */
   denied(status: number): void
   /** Before `fetch` sends anything (`reactor.fetch`). */

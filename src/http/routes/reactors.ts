@@ -80,7 +80,7 @@ function reactorAudit(ctx: AppContext, recorder: AuditRecorder, reactorId: strin
       recorder.note([auditEvent(ctx, { action: 'reactor.result', target, parentId: id, outcome: outcomeOf(status), status, durationMs })])
     },
     tokenRead: (tokenIds) => recorder.record([auditEvent(ctx, { action: 'reactor.token_read', target, tokenIds: [...tokenIds], parentId: id, outcome: 'success', status: 200 })]),
-    tokensCreated: (tokenIds, views) => recorder.record([Object.assign(tokenEvent(ctx, 'token.create', tokenIds, 200, views), { parentId: id })]),
+    tokensCreated: (tokenIds, views, stored) => recorder.record([Object.assign(tokenEvent(ctx, 'token.create', tokenIds, 200, views, stored), { parentId: id })]),
     fetching: (origin, method) => recorder.record([fetchEvent(requestAudit(ctx), target, id, origin, method)]),
     denied: (status) => recorder.note([auditEvent(ctx, { action: status === 401 ? 'auth.failed' : 'auth.denied', target, parentId: id, outcome: 'denied', status })]),
   }

@@ -22,7 +22,7 @@ export function tokenRoutes(router: AppRouter, vault: TokenizeDeps, audit: Audit
 
   router.post('/tokens', requirePermission('token:create'), body.json, async (ctx) => {
     const view = await tokens.createToken(currentPrincipal(ctx.state), parseCreate(ctx.state.body))
-    await audit.record([tokenEvent(ctx, 'token.create', [view.record.id], 201, [view])])
+    await audit.record([tokenEvent(ctx, 'token.create', [view.record.id], 201, [view], view.existing !== true)])
     ctx.status = 201
     ctx.body = presentToken(view)
   })
@@ -61,8 +61,8 @@ export function tokenRoutes(router: AppRouter, vault: TokenizeDeps, audit: Audit
   })
 
   router.post('/tokenize', requirePermission('token:create'), body.json, async (ctx) => {
-    const answer = await tokenizeValue(vault, currentPrincipal(ctx.state), ctx.state.body, presentToken, undefined, (ids, views) =>
-      audit.record([tokenEvent(ctx, 'token.create', ids, 200, views)]),
+    const answer = await tokenizeValue(vault, currentPrincipal(ctx.state), ctx.state.body, presentToken, undefined, (ids, views, stored) =>
+      audit.record([tokenEvent(ctx, 'token.create', ids, 200, views, stored)]),
     )
     answerJson(ctx, answer)
   })

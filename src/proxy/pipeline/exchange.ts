@@ -29,8 +29,12 @@ export interface OutgoingParts {
 
 /** One proxied call as it moves through the pipeline. */
 export interface Exchange {
-  /** Whose permissions detokenization acts with: the caller, or a pre-configured proxy's Application. */
-  readonly principal: Principal
+  /**
+   * Whose permissions detokenization acts with: the caller, or a pre-configured proxy's
+   * Application (which a request transform resolves again once its code ran: it may have been
+   * deleted or narrowed meanwhile).
+   */
+  principal: Principal
   /** Who Reactor code run by the pipeline (transforms) acts as: a pre-configured proxy's Application. */
   readonly actor?: Principal | undefined
   readonly destination: Destination
@@ -48,12 +52,17 @@ export interface Exchange {
 
 /** The promises are awaited, fail-closed: a rejection (the audit log is unavailable) stops the call with it. */
 export interface ExchangeAudit {
-  /** Before the request is forwarded, with the token ids detokenized into it (`proxy.request`). */
+  /**
+   * Before the request is forwarded, with the token ids detokenized into it (`proxy.request`):
+   * called by detokenization as soon as it has read the tokens, before it renders anything from
+   * their data (a rendering error tells something of the data), and again just before the
+   * forward; the entry is written once.
+   */
   forwarding(tokenIds: readonly string[]): Promise<void>
   /** Before a transform's bridge hands its code plaintext (`reactor.token_read`). */
   tokenRead(tokenIds: ReadonlySet<string>): Promise<void>
   /** After a transform's `req.svc.tokenize` stored tokens, before the code gets them (`token.create`). */
-  tokensCreated(tokenIds: string[], views: TokenView[]): Promise<void>
+  tokensCreated(tokenIds: string[], views: TokenView[], stored: boolean): Promise<void>
   /** A transform's bridge call was refused (`auth.denied` / `auth.failed`); noted, not awaited. */
   denied(status: number): void
   /** Before a transform's `fetch` sends anything (`reactor.fetch`). */

@@ -58,6 +58,9 @@ async function detokenize(exchange: Exchange, vault: TokenResolver, maxTokens: n
   if (budget.ids.size === 0) return
   const lookup = await vault.resolve(exchange.principal, budget.ids, 'token:use')
   exchange.detokenized = budget.ids
+  // Recorded before anything is rendered from the data: a value that cannot go into a header,
+  // or a filter that does not fit it, answers with something about the data.
+  await exchange.audit?.forwarding([...budget.ids])
   // Render both before assigning either: a failure must not leave a half-substituted request.
   const newHeaders = headers?.(lookup)
   const newBody = body?.(lookup)

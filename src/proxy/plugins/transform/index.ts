@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream'
 import type { JSONSchemaType } from 'ajv'
+import { actingApplication } from '../../../auth/policies.js'
 import { AppError } from '../../../errors/index.js'
 import type { CodeRunner, HostedCode, ReactorOutcome } from '../../../reactors/code-host.js'
 import type { ForwardBody } from '../../../egress/forward.js'
@@ -68,6 +69,10 @@ export function requestTransformPlugin(runner: CodeRunner): ProxyPlugin<Transfor
       }
       const result = await run(runner, 'request', config, args, exchange, '{body, headers}')
       if ('respond' in result) return result.respond
+      // Detokenization comes next, as the proxy's Application where it acts as one: as that
+      // Application is now, not as it was before the code ran (deleted: nothing is forwarded).
+      const { actor } = exchange
+      if (actor !== undefined && exchange.principal === actor && runner.actor) exchange.principal = actingApplication(await runner.actor(actor.tenantId, actor.id), 'proxy')
       const { value } = result
       let headers = value.headers === undefined ? undefined : returnedHeaders('request', value.headers).flat()
       if (value.body !== undefined) {

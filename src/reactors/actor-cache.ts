@@ -1,0 +1,43 @@
+import { applicationPrincipal } from '../auth/application-lookup.js'
+import { AUTH_CHANNEL } from '../auth/authenticator.js'
+import type { Principal } from '../auth/principal.js'
+import { approximateBytes } from '../cache/approximate-bytes.js'
+import { createInvalidatingCache } from '../cache/invalidating-cache.js'
+import type { InvalidationBus } from '../cache/invalidation-bus.js'
+import { isUuid } from '../shapes/ids.js'
+import type { Store } from '../store/index.js'
+
+/** The principal code bound to an Application acts as now; undefined when the Application is gone. */
+export type ActorLookup = (tenantId: string, applicationId: string) => Promise<Principal | undefined>
+
+/**
+ * The Applications code acts as, by id, so that every bridge call of a running invocation acts
+ * with the Application's current grants (or not at all once it is gone) without a database
+ * round trip. An entry goes when its Application's key is invalidated on AUTH_CHANNEL, which
+ * updating (its grants), regenerating the key of and deleting an Application all publish: here
+ * at once, in other processes by NOTIFY. Without a bus every lookup reads the store.
+ */
+export function createActorLookup(store: Store, bus?: InvalidationBus): ActorLookup {
+  const load = async (tenantId: string, id: string): Promise<Principal | undefined> => {
+    const app = isUuid(id) ? await store.applications.findById(tenantId, id) : undefined
+    return app ? applicationPrincipal(app) : undefined
+  }
+  if (bus === undefined) return load
+  const cache = createInvalidatingCache<Principal>({
+    bus,
+    channel: 'tessera_code_actors',
+    maxEntries: 10_000,
+    maxBytes: 16 * 1024 * 1024,
+    sizeOf: approximateBytes,
+    dependsOn: { channel: AUTH_CHANNEL, matches: (actor, keyHash) => actor.keyHash === keyHash },
+  })
+  // Started on first use, and awaited: a load kept before the listener was up could miss a change.
+  let starting: Promise<void> | undefined
+  const started = () => (starting ??= cache.start().catch(() => void (starting = undefined)))
+  return async (tenantId, id) => {
+    await started()
+    const actor = await cache.get(id.toLowerCase(), () => load(tenantId, id))
+    // Ids are unique across tenants, but another tenant's Application must still read as missing.
+    return actor?.tenantId === tenantId ? actor : undefined
+  }
+}
