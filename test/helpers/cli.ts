@@ -1,4 +1,8 @@
 import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import pg from 'pg'
 import { runCli } from '../../src/cli/program.js'
 
 /** `tessera <argv>` in process, with `env` as its whole environment: exit code, stdout and stderr lines joined. */
@@ -11,3 +15,26 @@ export async function cli(env: Record<string, string>, ...argv: string[]): Promi
 
 /** One master key of a keyring (`SVC_MASTER_KEY`): `<id>:<32 random bytes, base64>`. */
 export const masterKey = (id: string) => `${id}:${randomBytes(32).toString('base64')}`
+
+/**
+ * A database of its own for servers and CLI commands run as separate processes: a data dir (PGlite's
+ * files, and secrets.json with either database), and with DATABASE_URL a fresh Postgres schema chosen
+ * through the connection string (as an operator could). Both go with the test.
+ */
+export async function processStorage(t: { teardown(fn: () => unknown): void }, prefix: string): Promise<Record<string, string>> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), `tessera-${prefix}-`))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const base = { SVC_KEY_HASH_SECRET: randomBytes(32).toString('hex'), SVC_LOG_LEVEL: 'silent', SVC_DATA_DIR: dir }
+  if (!process.env.DATABASE_URL) return base
+  const schema = `${prefix}_${randomBytes(6).toString('hex')}`
+  const admin = new pg.Client({ connectionString: process.env.DATABASE_URL })
+  await admin.connect()
+  await admin.query(`create schema "${schema}"`)
+  t.teardown(async () => {
+    await admin.query(`drop schema "${schema}" cascade`)
+    await admin.end()
+  })
+  const url = new URL(process.env.DATABASE_URL)
+  url.searchParams.set('options', `-c search_path=${schema}`)
+  return { ...base, DATABASE_URL: url.toString() }
+}

@@ -1,7 +1,5 @@
 import { spawn } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import os from 'node:os'
+import { existsSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import pg from 'pg'
 import t, { type Test } from 'tap'
@@ -15,33 +13,11 @@ import { openServices } from '../../src/services.js'
 import type { Store } from '../../src/store/index.js'
 import { tenantsService } from '../../src/tenants/service.js'
 import { auditRows } from '../helpers/audit.js'
-import { cli, masterKey } from '../helpers/cli.js'
+import { cli, masterKey, processStorage } from '../helpers/cli.js'
 import { card } from '../helpers/tokens.js'
 
 // The operator CLI on a real database (PGlite, or Postgres with DATABASE_URL).
 
-/**
- * A database of its own for the CLI: a temporary PGlite directory, or with DATABASE_URL a fresh
- * Postgres schema chosen through the connection string (as an operator could).
- */
-async function storage(t: Test): Promise<Record<string, string>> {
-  // The data dir holds PGlite's files, and secrets.json with either database.
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'tessera-cli-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const base = { SVC_KEY_HASH_SECRET: randomBytes(32).toString('hex'), SVC_LOG_LEVEL: 'silent', SVC_DATA_DIR: dir }
-  if (!process.env.DATABASE_URL) return base
-  const schema = `cli_${randomBytes(6).toString('hex')}`
-  const admin = new pg.Client({ connectionString: process.env.DATABASE_URL })
-  await admin.connect()
-  await admin.query(`create schema "${schema}"`)
-  t.teardown(async () => {
-    await admin.query(`drop schema "${schema}" cascade`)
-    await admin.end()
-  })
-  const url = new URL(process.env.DATABASE_URL)
-  url.searchParams.set('options', `-c search_path=${schema}`)
-  return { ...base, DATABASE_URL: url.toString() }
-}
 
 /** The services a server on the same storage would open. */
 async function serverOn(t: Test, env: Record<string, string>) {
@@ -52,7 +28,7 @@ async function serverOn(t: Test, env: Record<string, string>) {
 }
 
 t.test('migrate: lists, applies, then reports up to date', async (t) => {
-  const env = await storage(t)
+  const env = await processStorage(t, 'cli')
   const before = await cli(env, 'migrate', '--list')
   t.equal(before.code, 0)
   t.match(before.out, /pending {2}20261122000000_foundation/)
@@ -65,7 +41,7 @@ t.test('migrate: lists, applies, then reports up to date', async (t) => {
 })
 
 t.test('tenant create prints a management key a server accepts', async (t) => {
-  const env = { ...(await storage(t)), SVC_MASTER_KEY: masterKey('k1') }
+  const env = { ...(await processStorage(t, 'cli')), SVC_MASTER_KEY: masterKey('k1') }
   const res = await cli(env, 'tenant', 'create', 'acme', '--json')
   t.equal(res.code, 0, res.err)
   const created = JSON.parse(res.out)
@@ -81,7 +57,7 @@ t.test('tenant create prints a management key a server accepts', async (t) => {
 })
 
 t.test('tenant create records tenant.create and its Application\'s application.create before it prints the key', async (t) => {
-  const env = { ...(await storage(t)), SVC_MASTER_KEY: masterKey('k1') }
+  const env = { ...(await processStorage(t, 'cli')), SVC_MASTER_KEY: masterKey('k1') }
   const res = await cli(env, 'tenant', 'create', 'acme', '--json')
   t.equal(res.code, 0, res.err)
   const created = JSON.parse(res.out)
@@ -98,7 +74,7 @@ t.test('tenant create records tenant.create and its Application\'s application.c
 })
 
 t.test('tenant create whose entries cannot be written fails, never prints the key and leaves no tenant, so a retry works', async (t) => {
-  const env = { ...(await storage(t)), SVC_MASTER_KEY: masterKey('k1') }
+  const env = { ...(await processStorage(t, 'cli')), SVC_MASTER_KEY: masterKey('k1') }
   await auditTable(env, 'audit_events', 'audit_events_away')
   const res = await cli(env, 'tenant', 'create', 'acme', '--json')
   await auditTable(env, 'audit_events_away', 'audit_events')
@@ -116,7 +92,7 @@ t.test('tenant create whose entries cannot be written fails, never prints the ke
 })
 
 t.test('a bootstrap whose entries cannot be written: the server fails to start, prints no key and leaves no tenant; the next start creates default', async (t) => {
-  const env = { ...(await storage(t)), SVC_MASTER_KEY: masterKey('k1') }
+  const env = { ...(await processStorage(t, 'cli')), SVC_MASTER_KEY: masterKey('k1') }
   t.equal((await cli(env, 'migrate')).code, 0, 'the schema, and no tenant yet')
   await auditTable(env, 'audit_events', 'audit_events_away')
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
@@ -146,7 +122,7 @@ t.test('a bootstrap whose entries cannot be written: the server fails to start, 
 })
 
 t.test('a first start killed while its entries wait leaves no tenant (they commit together); the next start creates default', { skip: process.env.DATABASE_URL ? false : 'needs a second session on the database' }, async (t) => {
-  const env: Record<string, string> = { ...(await storage(t)), SVC_MASTER_KEY: masterKey('k1') }
+  const env: Record<string, string> = { ...(await processStorage(t, 'cli')), SVC_MASTER_KEY: masterKey('k1') }
   t.equal((await cli(env, 'migrate')).code, 0, 'the schema, and no tenant yet')
   // Another session holds the chain heads, so the first start's entries wait for it.
   const holder = new pg.Client({ connectionString: env.DATABASE_URL })
@@ -188,7 +164,7 @@ t.test('a first start killed while its entries wait leaves no tenant (they commi
 })
 
 t.test('a bootstrap whose record is refused leaves no tenant default and logs nothing about its key', async (t) => {
-  const env = { ...(await storage(t)), SVC_MASTER_KEY: masterKey('k1') }
+  const env = { ...(await processStorage(t, 'cli')), SVC_MASTER_KEY: masterKey('k1') }
   const config = testConfig(env)
   const lines: string[] = []
   const logger = createLogger({ ...config, logLevel: 'info' }, { write: (line: string) => void lines.push(line) })
@@ -228,7 +204,7 @@ async function storeCards(t: Test, env: Record<string, string>, count: number): 
 }
 
 t.test('master-key rewrap: progress, every data key moved, safe to repeat', async (t) => {
-  const env = await storage(t)
+  const env = await processStorage(t, 'cli')
   const k1 = masterKey('k1')
   await storeCards(t, { ...env, SVC_MASTER_KEY: k1 }, 7)
 
@@ -252,7 +228,7 @@ t.test('master-key rewrap: progress, every data key moved, safe to repeat', asyn
 })
 
 t.test('master-key rewrap: a wrong key under the id already primary fails, reporting nothing', async (t) => {
-  const env = await storage(t)
+  const env = await processStorage(t, 'cli')
   const k1 = masterKey('k1')
   await storeCards(t, { ...env, SVC_MASTER_KEY: k1 }, 3)
 
@@ -266,7 +242,7 @@ t.test('master-key rewrap: a wrong key under the id already primary fails, repor
 })
 
 t.test('the CLI never generates secrets: the environment, else secrets.json, else exit 2', async (t) => {
-  const { SVC_KEY_HASH_SECRET: _unset, ...env } = await storage(t)
+  const { SVC_KEY_HASH_SECRET: _unset, ...env } = await processStorage(t, 'cli')
   const file = path.join(env.SVC_DATA_DIR!, 'secrets.json')
   const missing = await cli(env, 'tenant', 'create', 'acme')
   t.same([missing.code, missing.out], [2, ''])

@@ -1,10 +1,9 @@
 import { spawn } from 'node:child_process'
-import { createHash, randomBytes } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import pg from 'pg'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { generateApiKey } from '../../src/auth/api-keys.js'
 import { withStore } from '../../src/cli/context.js'
 import { testConfig } from '../../src/config/index.js'
@@ -18,7 +17,7 @@ import { checkKeyHashSecret, keyHashCheckValue, KeyHashSecretError } from '../..
 import { rewrapAll } from '../../src/vault/rewrap.js'
 import { openVaultKeys, rewrapHashSecret, type VaultKeys } from '../../src/vault/vault-keys.js'
 import { startTestApp } from '../helpers/app.js'
-import { cli, masterKey } from '../helpers/cli.js'
+import { cli, masterKey, processStorage } from '../helpers/cli.js'
 import { appKey } from '../helpers/tokens.js'
 
 // The key lifecycle: master-key rotation beside running servers, check values, the key-hash
@@ -27,24 +26,6 @@ import { appKey } from '../helpers/tokens.js'
 const READER = { type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read', 'token:update'] }] }
 const CARD = '4242424242424242'
 
-/** A database of its own for servers and CLI: a PGlite directory, or a fresh Postgres schema named in the URL. */
-async function storage(t: Test): Promise<Record<string, string>> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'tessera-keys-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const base = { SVC_KEY_HASH_SECRET: randomBytes(32).toString('hex'), SVC_LOG_LEVEL: 'silent', SVC_DATA_DIR: dir }
-  if (!process.env.DATABASE_URL) return base
-  const schema = `keys_${randomBytes(6).toString('hex')}`
-  const admin = new pg.Client({ connectionString: process.env.DATABASE_URL })
-  await admin.connect()
-  await admin.query(`create schema "${schema}"`)
-  t.teardown(async () => {
-    await admin.query(`drop schema "${schema}" cascade`)
-    await admin.end()
-  })
-  const url = new URL(process.env.DATABASE_URL)
-  url.searchParams.set('options', `-c search_path=${schema}`)
-  return { ...base, DATABASE_URL: url.toString() }
-}
 
 function server(env: Record<string, string>) {
   const config = testConfig(env)
@@ -120,7 +101,7 @@ t.test('replaceWrapping swaps only the exact wrapping that was read', async (t) 
 })
 
 t.test('a wrong key never locks the right one out: rewrap records the new key, a wrong copy leaves the vault down', async (t) => {
-  const env = await storage(t)
+  const env = await processStorage(t, 'keys')
   const k1 = masterKey('k1')
   const s1 = await server({ ...env, SVC_MASTER_KEY: k1 })
   const admin = await s1.tenants.createTenant('vault')
@@ -202,7 +183,7 @@ t.test('two servers starting together record both of their keys, and refuse a se
 })
 
 t.test('one damaged row does not stop the rotation: it is named, the rest re-wrapped, exit 1', async (t) => {
-  const env = await storage(t)
+  const env = await processStorage(t, 'keys')
   const k1 = masterKey('k1')
   const s = await server({ ...env, SVC_MASTER_KEY: k1 })
   const admin = await s.tenants.createTenant('vault')
@@ -228,7 +209,7 @@ t.test('one damaged row does not stop the rotation: it is named, the rest re-wra
 })
 
 t.test('the key-hash secret is checked against the value the first server recorded', async (t) => {
-  const env = await storage(t)
+  const env = await processStorage(t, 'keys')
   const mk = masterKey('k1')
   const s1 = await server({ ...env, SVC_MASTER_KEY: mk })
   const admin = await s1.tenants.createTenant('acme')
@@ -256,7 +237,7 @@ t.test('the key-hash secret is checked against the value the first server record
 })
 
 t.test('a generated key-hash secret is refused for a database that holds tenants, and not kept', async (t) => {
-  const env = await storage(t)
+  const env = await processStorage(t, 'keys')
   const k1 = masterKey('k1')
   const s1 = await server({ ...env, SVC_MASTER_KEY: k1 })
   await s1.tenants.createTenant('acme')
@@ -345,7 +326,7 @@ t.test('the server exits 2 with one line for a secrets.json it cannot use, befor
 })
 
 t.test('a server given another SVC_KEY_HASH_SECRET exits 2 with one line, before the bootstrap or a listen', { skip: process.env.DATABASE_URL ? 'the data dir alone' : false }, async (t) => {
-  const env = await storage(t)
+  const env = await processStorage(t, 'keys')
   const mk = masterKey('k1')
   const first = await server({ ...env, SVC_MASTER_KEY: mk })
   await first.close()
