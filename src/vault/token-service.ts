@@ -179,7 +179,9 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache, o
      * Every token an expression set references, checked for `permission`; the lookup returns
      * each token's data shaped by its rule's transform. Tokens not in the cache are loaded
      * with one query. Each lookup counts its token's stored size (the ciphertext's, at least
-     * what the data renders to) against `renderMaxBytes`, and refuses with 413 past it.
+     * what the data renders to) against `renderMaxBytes`, and refuses with 413 past it; a lookup
+     * that does not reveal counts only what it renders (`null` for redact, the masked view): where
+     * the 413 starts must not tell a key the length of data it may not see.
      */
     async resolve(principal: Principal, tokenIds: ReadonlySet<string>, permission: 'token:use' | 'token:read'): Promise<(id: string) => unknown> {
       if (tokenIds.size === 0) return unknownToken
@@ -192,7 +194,7 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache, o
           const transform = authorizeToken(principal, permission, token.record)
           const data = transform === 'redact' ? undefined : openData(token.dataKey, token.record.ciphertext, token.aad)
           const shaped = data === undefined ? undefined : shape(transform, token.record, data)
-          values.set(id, { value: shaped === undefined ? null : shaped, bytes: token.record.ciphertext.length })
+          values.set(id, { value: shaped === undefined ? null : shaped, bytes: transform === 'reveal' ? token.record.ciphertext.length : renderedBytes(shaped) })
         }
       } finally {
         for (const token of usable.values()) token.dataKey.fill(0)
@@ -233,3 +235,8 @@ function unknownToken(id: string): never {
 }
 
 export type TokenService = ReturnType<typeof tokenService>
+
+/** What a value the caller may see renders to, in bytes (`null` for none). */
+function renderedBytes(value: unknown): number {
+  return value === undefined ? 4 : Buffer.byteLength(JSON.stringify(value) ?? '')
+}

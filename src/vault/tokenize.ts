@@ -131,8 +131,11 @@ export async function tokenizeValue(
   }
   for (const entry of records) {
     if (entry.sameAs === undefined) continue
+    // The token stored (or found) for the first: shown as it is, not with this entry's data,
+    // which may differ where the fingerprint does not look (a card's CVC or expiry).
     const first = records.find((other) => other.record === entry.sameAs)!
     entry.record = first.record
+    entry.data = first.data
     entry.existing = first.existing
   }
   const views = records.map(({ record, data, full, existing }) => {

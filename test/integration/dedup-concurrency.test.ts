@@ -32,6 +32,21 @@ t.test('one value, one token, however the creates arrive', async (t) => {
     t.equal(again.body.id, res.body.a.id, 'and the one a later create finds')
   })
 
+  t.test('the value twice in one body where the fingerprint does not look: both show the token stored', async (t) => {
+    const same = { type: 'card_number', data: '4242424242424242', deduplicate_token: true }
+    const cards = [
+      { type: 'card', data: { number: '5555555555554444', expiration_month: 1, expiration_year: 2031, cvc: '111' }, deduplicate_token: true },
+      { type: 'card', data: { number: '5555555555554444', expiration_month: 2, expiration_year: 2032, cvc: '222' }, deduplicate_token: true },
+    ]
+    const reader = await appKey(app, { type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read'] }] })
+    const res = await app.request('POST', '/tokenize', { key: reader, body: { cards, same } })
+    t.equal(res.status, 200)
+    t.equal(res.body.cards[0].id, res.body.cards[1].id, 'one token')
+    const stored = await app.request('GET', `/tokens/${res.body.cards[0].id}`, { key: reader })
+    t.same(res.body.cards[1].data, stored.body.data, 'the second shows the data stored, not its own')
+    t.same(res.body.cards[0].data, stored.body.data)
+  })
+
   t.test('a create that only found its token changed nothing: nothing new is stored', async (t) => {
     const count = async () => Number((await app.services.store.db.knex('tokens').count({ n: '*' }).first())!.n)
     const before = await count()

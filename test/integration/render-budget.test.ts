@@ -59,3 +59,14 @@ t.test('Reactors: args and the detokenize bridge', async (t) => {
   t.match(bridged.body.raw, /bytes of token data/, 'the bridge refuses, the Reactor gets the reason')
   t.equal((await app.request('GET', '/healthz', { key: null })).status, 200, 'the service is fine')
 })
+
+t.test('a reference a key may not see counts what it renders: where the 413 starts tells nothing of the data', async (t) => {
+  const app = await startTestApp(t, { SVC_BODY_LIMIT_BYTES: '4000', SVC_REACTOR_PAYLOAD_MAX_BYTES: '4000' })
+  const writer = await application(app, { type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create'] }] })
+  const create = async (data: unknown) => (await app.request('POST', '/tokens', { key: writer.key, body: { type: 'token', data } })).body.id as string
+  const short = await create('x'.repeat(16))
+  const long = await create('x'.repeat(1000))
+  const redact = await application(app, { type: 'private', rules: [{ priority: 1, container: '/', transform: 'redact', permissions: ['token:read'] }] })
+  const status = async (id: string, n: number) => (await app.request('POST', '/detokenize', { key: redact.key, body: Array(n).fill(`{{ ${id} }}`) })).status
+  for (const n of [4, 40, 200]) t.equal(await status(long, n), await status(short, n), `${n} references: the same answer for 16 and 1,000 hidden characters`)
+})
