@@ -61,7 +61,7 @@ export function tenantsService(deps: {
     const tenant: Tenant = { id: randomUUID(), name, settings: { ...defaultTenantSettings }, created_at: now, modified_at: now }
     const application: ApplicationRecord = {
       ...newRecordStamp({ id: null, tenantId: tenant.id }, now),
-      name: `${name} management`,
+      name: managementName(name),
       type: 'management',
       key_hash: hasher.hash(key),
       permissions: permissionsFor('management'),
@@ -139,3 +139,14 @@ export function tenantsService(deps: {
 }
 
 export type TenantsService = ReturnType<typeof tenantsService>
+
+/** Names hold at most 200 characters, a tenant's too: its management Application's keeps within them. */
+const NAME_MAX_LENGTH = 200
+const MANAGEMENT_SUFFIX = ' management'
+
+/** `<tenant name> management`, the tenant's name cut (by whole characters) where both would not fit. */
+function managementName(tenantName: string): string {
+  const room = NAME_MAX_LENGTH - MANAGEMENT_SUFFIX.length
+  const chars = [...tenantName]
+  return `${chars.length > room ? chars.slice(0, room).join('') : tenantName}${MANAGEMENT_SUFFIX}`
+}

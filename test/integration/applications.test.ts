@@ -221,3 +221,15 @@ t.test('no raw key is stored', async (t) => {
   t.notMatch(dump, created.body.key)
   t.notMatch(dump, app.adminKey)
 })
+
+t.test('a tenant name of the longest length: its management Application\'s name is cut to fit', async (t) => {
+  const operatorKey = 'operator-key-0123456789abcdef0123456789'
+  const app = await startTestApp(t, { SVC_OPERATOR_KEY: operatorKey })
+  for (const name of ['n'.repeat(200), 'é'.repeat(190), '😀'.repeat(100)]) {
+    const res = await app.request('POST', '/tenants', { key: operatorKey, body: { name } })
+    t.equal(res.status, 201, `${[...name].length} characters`)
+    t.equal(res.body.tenant.name, name)
+    const own = await app.request('GET', `/applications/${res.body.application.id as string}`, { key: res.body.application.key as string })
+    t.ok(own.body.name.endsWith(' management') && [...(own.body.name as string)].length <= 200, 'the management Application fits its 200 characters')
+  }
+})

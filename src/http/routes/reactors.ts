@@ -97,6 +97,15 @@ function respondAsReactor(ctx: AppContext, result: Extract<ReactResult, { kind: 
     }
   }
   ctx.status = result.status
-  for (const [name, value] of Object.entries(result.headers)) if (isAnswerHeader(name.toLowerCase())) ctx.set(name, value)
+  for (const [name, value] of Object.entries(result.headers)) if (isReactorAnswerHeader(name.toLowerCase())) ctx.set(name, value)
   ctx.body = result.body === undefined || result.body === null ? '' : result.body
+}
+
+/**
+ * Reactor code may set any answer header but Tessera's own: not `Cache-Control` (an answer built
+ * from revealed data stays `no-store`; code copying an upstream answer's headers made it
+ * cacheable) nor the `RateLimit-*` fields, which describe Tessera's limiter as one set.
+ */
+function isReactorAnswerHeader(lowerName: string): boolean {
+  return isAnswerHeader(lowerName) && lowerName !== 'cache-control' && !lowerName.startsWith('ratelimit')
 }

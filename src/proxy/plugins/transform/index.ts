@@ -113,7 +113,7 @@ export function responseTransformPlugin(runner: CodeRunner, limits: TransformLim
       if ('respond' in result) return result.respond
       const { value } = result
       const status = value.status === undefined ? response.status : returnedStatus(value.status)
-      const pairs = returnedHeaders('response', value.headers === undefined ? headerArg : value.headers)
+      const pairs = destinationCaching(returnedHeaders('response', value.headers === undefined ? headerArg : value.headers), response.headers)
       const { bytes, json } = value.body === undefined ? { bytes: raw, json: false } : encodeBody(value.body)
       return answer(status, pairs, bytes, json)
     },
@@ -149,7 +149,7 @@ async function invoke(runner: CodeRunner, which: TransformKind, config: Transfor
 /** A CustomHttpResponseError thrown by the transform: the caller gets exactly that answer. */
 function respondWith(outcome: Extract<ReactorOutcome, { kind: 'response' }>): Respond {
   const { bytes, json } = encodeBody(outcome.body ?? null)
-  return answer(outcome.status, returnedHeaders('response', outcome.headers), bytes, json)
+  return answer(outcome.status, destinationCaching(returnedHeaders('response', outcome.headers), {}), bytes, json)
 }
 
 function answer(status: number, pairs: [string, string][], body: Buffer, json: boolean): Respond {
@@ -179,4 +179,17 @@ async function readLimited(body: Readable, limit: number): Promise<Buffer> {
   } catch (err) {
     throw toForwardError(err)
   }
+}
+
+/**
+ * A transform's answer keeps the destination's `Cache-Control`, never one of its own: without
+ * one from the destination the answer stays `no-store` (the route's default), so code cannot make
+ * an answer it built from revealed data cacheable.
+ */
+function destinationCaching(pairs: [string, string][], destination: ResponseHeaders): [string, string][] {
+  const own = pairs.filter(([name]) => name.toLowerCase() !== 'cache-control')
+  const sent = destination['cache-control']
+  if (sent === undefined) return own
+  for (const value of Array.isArray(sent) ? sent : [sent]) own.push(['cache-control', value])
+  return own
 }
