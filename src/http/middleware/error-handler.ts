@@ -13,6 +13,14 @@ const statusCodes: Record<number, ErrorCode> = {
   415: 'unsupported_media_type',
 }
 
+/**
+ * 5xx answers a caller or its tenant's code brings about (a destination that is down or slow,
+ * Reactor code that throws, loops or crowds the runtime) are logged as warnings: any private key
+ * could otherwise page an operator alerting on errors once per request. Tessera's own failures
+ * (a bug, the database or audit log unavailable) stay errors.
+ */
+const CALLERS_5XX: ReadonlySet<ErrorCode> = new Set(['destination_unreachable', 'destination_timeout', 'reactor_error', 'reactor_timeout', 'reactor_overloaded'])
+
 /** The only place an error becomes a response; unknown errors are logged and answered as a generic 500. */
 export function errorHandler(logger: Logger): Middleware<AppState> {
   return async (ctx, next) => {
@@ -23,7 +31,8 @@ export function errorHandler(logger: Logger): Middleware<AppState> {
       const appError = asAppError(err)
       if (appError.status >= 500) {
         // Described, not serialized: messages and Reactor text may quote the data (log-safe.ts).
-        logger.error({ err: describeError(appError.code === 'internal' ? err : appError), traceId: ctx.state.traceId }, 'request failed')
+        const level = CALLERS_5XX.has(appError.code) ? 'warn' : 'error'
+        logger[level]({ err: describeError(appError.code === 'internal' ? err : appError), traceId: ctx.state.traceId }, 'request failed')
       }
       if (ctx.headerSent || !ctx.writable) return
       const problem = toProblem(appError, ctx.state.traceId)
