@@ -10,7 +10,7 @@ import { applicationLookup } from './auth/application-lookup.js'
 import { systemClock, type Clock } from './clock.js'
 import type { Config } from './config/index.js'
 import { describeError } from './errors/index.js'
-import { secretsFile, type Secrets } from './config/secrets.js'
+import { keyHashSecretSource, type Secrets } from './config/secrets.js'
 import { createRateLimiter, type RateLimiter } from './ratelimit/index.js'
 import { openStore, type Store } from './store/index.js'
 import { createEphemeralProxy } from './proxy/ephemeral-proxy.js'
@@ -85,7 +85,7 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
   const store = await openStore(config, { logger, ...dbOptions, clock })
   // Before any key is hashed or any audit entry sealed with it.
   await checkKeyHashSecret(store, secrets.keyHashSecret, {
-    source: config.keyHashSecret ? 'SVC_KEY_HASH_SECRET' : `the key_hash_secret in ${secretsFile(config)}`,
+    source: keyHashSecretSource(config),
     generated: secrets.generated?.includes('key_hash_secret') === true,
     record: true,
   }).catch(async (err: unknown) => {
@@ -121,6 +121,7 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
     bridges: reactorBridges({ store, keys, tokens, forwarder, config, present: rendering.presentToken, clock }),
   })
   const host = createCodeHost({ store, bus, runtime: supervisor, codeMaxChars: config.reactors.codeMaxChars })
+  await host.start()
   const reactorCache = createReactorCache({
     bus,
     loadReactor: (tenantId, id) => store.reactors.findById(tenantId, id),

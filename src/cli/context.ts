@@ -1,6 +1,6 @@
 import type { Command } from 'commander'
 import { ConfigError, loadConfig, type Config } from '../config/index.js'
-import { requireSecret, SecretsError, secretsFile, type SecretName } from '../config/secrets.js'
+import { keyHashSecretSource, requireSecret, SecretsError, type SecretName } from '../config/secrets.js'
 import { openStore, type Store } from '../store/index.js'
 import { checkKeyHashSecret, KeyHashSecretError } from '../vault/key-hash-secret-check.js'
 import { CliError, EXIT_USAGE } from './cli-error.js'
@@ -54,9 +54,8 @@ export function cliSecret(config: Config, name: SecretName): string {
  * a wrong secret cannot lock the servers' out.
  */
 export async function checkCliKeyHashSecret(config: Config, store: Store, secret: string): Promise<void> {
-  const source = config.keyHashSecret ? 'SVC_KEY_HASH_SECRET' : `the key_hash_secret in ${secretsFile(config)}`
   try {
-    await checkKeyHashSecret(store, secret, { source })
+    await checkKeyHashSecret(store, secret, { source: keyHashSecretSource(config) })
   } catch (err) {
     if (err instanceof KeyHashSecretError) throw new CliError(err.message, EXIT_USAGE)
     throw err

@@ -153,6 +153,11 @@ export function secretsFile(config: Config): string {
   return path.resolve(config.dataDir, 'secrets.json')
 }
 
+/** Where the key-hash secret in use came from, for messages (never the secret). */
+export function keyHashSecretSource(config: Config): string {
+  return config.keyHashSecret ? 'SVC_KEY_HASH_SECRET' : `the key_hash_secret in ${secretsFile(config)}`
+}
+
 /** The file's entries, each a string if present; never quotes the file's text. */
 function readSecretsFile(file: string): SecretsFile {
   let parsed: unknown

@@ -7,8 +7,12 @@ import type { InvalidationBus } from '../cache/invalidation-bus.js'
 import { isUuid } from '../shapes/ids.js'
 import type { Store } from '../store/index.js'
 
-/** The principal code bound to an Application acts as now; undefined when the Application is gone. */
-export type ActorLookup = (tenantId: string, applicationId: string) => Promise<Principal | undefined>
+export interface ActorLookup {
+  /** The principal code bound to an Application acts as now; undefined when the Application is gone. */
+  find(tenantId: string, applicationId: string): Promise<Principal | undefined>
+  /** Listens for changes, as every cache does before the server answers (services.ts). */
+  start(): Promise<void>
+}
 
 /**
  * The Applications code acts as, by id, so that every bridge call of a running invocation acts
@@ -22,7 +26,7 @@ export function createActorLookup(store: Store, bus?: InvalidationBus): ActorLoo
     const app = isUuid(id) ? await store.applications.findById(tenantId, id) : undefined
     return app ? applicationPrincipal(app) : undefined
   }
-  if (bus === undefined) return load
+  if (bus === undefined) return { find: load, start: () => Promise.resolve() }
   const cache = createInvalidatingCache<Principal>({
     bus,
     channel: 'tessera_code_actors',
@@ -31,13 +35,12 @@ export function createActorLookup(store: Store, bus?: InvalidationBus): ActorLoo
     sizeOf: approximateBytes,
     dependsOn: { channel: AUTH_CHANNEL, matches: (actor, keyHash) => actor.keyHash === keyHash },
   })
-  // Started on first use, and awaited: a load kept before the listener was up could miss a change.
-  let starting: Promise<void> | undefined
-  const started = () => (starting ??= cache.start().catch(() => void (starting = undefined)))
-  return async (tenantId, id) => {
-    await started()
-    const actor = await cache.get(id.toLowerCase(), () => load(tenantId, id))
-    // Ids are unique across tenants, but another tenant's Application must still read as missing.
-    return actor?.tenantId === tenantId ? actor : undefined
+  return {
+    async find(tenantId, id) {
+      const actor = await cache.get(id.toLowerCase(), () => load(tenantId, id))
+      // Ids are unique across tenants, but another tenant's Application must still read as missing.
+      return actor?.tenantId === tenantId ? actor : undefined
+    },
+    start: () => cache.start(),
   }
 }

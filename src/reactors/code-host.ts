@@ -69,6 +69,8 @@ export interface CodeHost extends CodeRunner {
   actor(tenantId: string, applicationId: string | null): Promise<Principal | undefined>
   /** The code is gone: its warm isolates go too. */
   retire(id: string): void
+  /** Starts listening for changes to the Applications code acts as (with a bus). */
+  start(): Promise<void>
 }
 
 /**
@@ -87,7 +89,7 @@ export async function saveBound<T>(write: Promise<T>): Promise<T> {
 /** `bus` keeps the acting Applications cached (invalidated with their keys); without it each lookup reads the store. */
 export function createCodeHost(deps: { store: Store; runtime: CodeRuntime; codeMaxChars: number; bus?: InvalidationBus }): CodeHost {
   const { store, runtime, codeMaxChars } = deps
-  const actorOf = createActorLookup(store, deps.bus)
+  const actors = createActorLookup(store, deps.bus)
 
   async function application(tenantId: string, id: string): Promise<ApplicationRecord | undefined> {
     return isUuid(id) ? store.applications.findById(tenantId, id) : undefined
@@ -127,11 +129,11 @@ export function createCodeHost(deps: { store: Store; runtime: CodeRuntime; codeM
       return same ? current.version : randomUUID()
     },
 
-    actor: (tenantId, applicationId) => (applicationId ? actorOf(tenantId, applicationId) : Promise.resolve(undefined)),
+    actor: (tenantId, applicationId) => (applicationId ? actors.find(tenantId, applicationId) : Promise.resolve(undefined)),
 
     // Not `{ ...code, args, context }`: a spread followed by more properties is slow on Node 20.
     async invoke(code, args, context) {
-      const audit = failClosed(context, currentActor(actorOf, context.actor))
+      const audit = failClosed(context, currentActor(actors, context.actor))
       let outcome: ReactorOutcome
       try {
         outcome = await runtime.invoke({ tenantId: code.tenantId, reactorId: code.reactorId, version: code.version, code: code.code, configuration: code.configuration, args, context: audit.context })
@@ -144,6 +146,7 @@ export function createCodeHost(deps: { store: Store; runtime: CodeRuntime; codeM
     },
 
     retire: (id) => runtime.retire(id),
+    start: () => actors.start(),
   }
 }
 
@@ -152,12 +155,12 @@ export function createCodeHost(deps: { store: Store; runtime: CodeRuntime; codeM
  * a new key since the invocation began, the call acts with what it holds now (nothing once gone).
  * An id is never reused, so once gone it is not looked up again.
  */
-function currentActor(actorOf: ActorLookup, actor: Principal | undefined): InvocationContext['current'] {
+function currentActor(actors: ActorLookup, actor: Principal | undefined): InvocationContext['current'] {
   if (actor === undefined) return undefined
   let gone = false
   return async () => {
     if (gone) return undefined
-    const now = await actorOf(actor.tenantId, actor.id)
+    const now = await actors.find(actor.tenantId, actor.id)
     gone = now === undefined
     return now
   }

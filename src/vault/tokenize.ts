@@ -49,7 +49,16 @@ export async function tokenizeValue(
   // was not, and must be refused as that body would be, before any id or metadata reaches the store.
   const unsafe = findUnsafeText(value)
   if (unsafe !== undefined) throw new ValidationError(unsafe)
-  const records: { record: TokenRecord; data: unknown; full: boolean; deduplicate?: boolean; existing?: TokenRecord; sameAs?: TokenRecord }[] = []
+  interface Entry {
+    record: TokenRecord
+    data: unknown
+    full: boolean
+    deduplicate?: boolean
+    existing?: TokenRecord
+    /** An earlier entry of this call deduplicating the same value: this one answers with its token. */
+    sameAs?: Entry
+  }
+  const records: Entry[] = []
   const errors: FieldErrors = {}
   const fieldPath = (path: string, field: string) => [path, field].filter(Boolean).join('.') || 'body'
 
@@ -93,11 +102,11 @@ export async function tokenizeValue(
   const pair = (type: string, fingerprint: string | null) => `${type}\u0000${fingerprint}`
   const deduplicated = records.filter((entry) => entry.deduplicate && entry.record.fingerprint)
   // One value twice in one call is one token: the later entries answer with the first's.
-  const firstOfValue = new Map<string, TokenRecord>()
+  const firstOfValue = new Map<string, Entry>()
   for (const entry of deduplicated) {
     const key = pair(entry.record.type, entry.record.fingerprint)
     const first = firstOfValue.get(key)
-    if (first === undefined) firstOfValue.set(key, entry.record)
+    if (first === undefined) firstOfValue.set(key, entry)
     else entry.sameAs = first
   }
   // As POST /tokens: the existing token only where every viewer would see its fingerprint anyway.
@@ -108,7 +117,7 @@ export async function tokenizeValue(
       if (firstOfValue.size) {
         // Concurrent calls deduplicating the same value take turns from the look-up to the
         // commit, so the second finds the first's token instead of storing its own.
-        const pairs = [...firstOfValue.values()].map((record) => [record.type, record.fingerprint!] as const)
+        const pairs = [...firstOfValue.values()].map(({ record }) => [record.type, record.fingerprint!] as const)
         await deps.store.tokens.lockFingerprints(principal.tenantId, pairs, trx)
         const found = await deps.store.tokens.findByFingerprints(principal.tenantId, pairs, sameValue, trx)
         const existing = new Map(found.map((record) => [pair(record.type, record.fingerprint), record]))
@@ -133,7 +142,7 @@ export async function tokenizeValue(
     if (entry.sameAs === undefined) continue
     // The token stored (or found) for the first: shown as it is, not with this entry's data,
     // which may differ where the fingerprint does not look (a card's CVC or expiry).
-    const first = records.find((other) => other.record === entry.sameAs)!
+    const first = entry.sameAs
     entry.record = first.record
     entry.data = first.data
     entry.existing = first.existing

@@ -19,12 +19,17 @@ export const masterKey = (id: string) => `${id}:${randomBytes(32).toString('base
 /**
  * A database of its own for servers and CLI commands run as separate processes: a data dir (PGlite's
  * files, and secrets.json with either database), and with DATABASE_URL a fresh Postgres schema chosen
- * through the connection string (as an operator could). Both go with the test.
+ * through the connection string (as an operator could). Both go with the test. `defaults` come
+ * first: a key-hash secret and silent logs unless the caller gives its own.
  */
-export async function processStorage(t: { teardown(fn: () => unknown): void }, prefix: string): Promise<Record<string, string>> {
+export async function processStorage(
+  t: { teardown(fn: () => unknown): void },
+  prefix: string,
+  defaults: Record<string, string> = { SVC_KEY_HASH_SECRET: randomBytes(32).toString('hex'), SVC_LOG_LEVEL: 'silent' },
+): Promise<Record<string, string>> {
   const dir = mkdtempSync(path.join(os.tmpdir(), `tessera-${prefix}-`))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const base = { SVC_KEY_HASH_SECRET: randomBytes(32).toString('hex'), SVC_LOG_LEVEL: 'silent', SVC_DATA_DIR: dir }
+  const base = { ...defaults, SVC_DATA_DIR: dir }
   if (!process.env.DATABASE_URL) return base
   const schema = `${prefix}_${randomBytes(6).toString('hex')}`
   const admin = new pg.Client({ connectionString: process.env.DATABASE_URL })

@@ -29,10 +29,15 @@ async function auditPausingStub(t: Parameters<typeof startStub>[0]) {
   })
 }
 
-t.test('after a failed bridge entry, a later tokenize of the invocation stores nothing', async (t) => {
+/**
+ * An acting Application, a caller's key, and code whose bridge `detokenize` fails (the audit table
+ * is away) and is caught, then which tokenizes `token` 1.5 s later (the table is back) and returns
+ * `answer`.
+ */
+async function failThenTokenize(t: Parameters<typeof startStub>[0], name: string, token: object, answer: string) {
   const rules = [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read', 'token:use'] }]
-  const actor = await app.request('POST', '/applications', { body: { name: 'actor', type: 'private', rules } })
-  const caller = (await app.request('POST', '/applications', { body: { name: 'caller', type: 'private', rules } })).body.key as string
+  const actor = await app.request('POST', '/applications', { body: { name: `actor ${name}`, type: 'private', rules } })
+  const caller = (await app.request('POST', '/applications', { body: { name: `caller ${name}`, type: 'private', rules } })).body.key as string
   const victim = (await app.request('POST', '/tokens', { key: caller, body: { type: 'card_number', data: '4242424242424242' } })).body.id as string
   const stub = await auditPausingStub(t)
   const code = `module.exports = async (req) => {
@@ -40,11 +45,15 @@ t.test('after a failed bridge entry, a later tokenize of the invocation stores n
     try { await req.svc.detokenize('{{ ${victim} }}') } catch (e) {}
     const until = Date.now() + 1500
     while (Date.now() < until) {}
-    let id
-    try { id = (await req.svc.tokenize({ type: 'token', data: 'stored-after-failure' })).id } catch (e) { id = 'refused:' + e.message }
-    return { raw: id }
+    try { await req.svc.tokenize(${JSON.stringify(token)}) } catch (e) {}
+    return ${answer}
   }`
-  const reactor = await app.request('POST', '/reactors', { body: { name: 'r', code, application: { id: actor.body.id } } })
+  return { actor: { id: actor.body.id as string }, caller, stub, code }
+}
+
+t.test('after a failed bridge entry, a later tokenize of the invocation stores nothing', async (t) => {
+  const { actor, caller, code } = await failThenTokenize(t, 'reactor', { type: 'token', data: 'stored-after-failure' }, '{ raw: 1 }')
+  const reactor = await app.request('POST', '/reactors', { body: { name: 'r', code, application: actor } })
   t.equal(reactor.status, 201, reactor.text)
   await app.services.audit.flush()
   const count = async () => Number((await knex('tokens').count({ n: '*' }).first())!.n)
@@ -62,20 +71,8 @@ t.test('after a failed bridge entry, a later tokenize of the invocation stores n
 })
 
 t.test('the same in a pre-configured proxy\'s request transform', async (t) => {
-  const rules = [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read', 'token:use'] }]
-  const actor = await app.request('POST', '/applications', { body: { name: 'actor2', type: 'private', rules } })
-  const caller = (await app.request('POST', '/applications', { body: { name: 'caller2', type: 'private', rules } })).body.key as string
-  const victim = (await app.request('POST', '/tokens', { key: caller, body: { type: 'card_number', data: '4242424242424242' } })).body.id as string
-  const stub = await auditPausingStub(t)
-  const code = `module.exports = async (req) => {
-    await fetch(${JSON.stringify(stub.origin + '/pause')}, { method: 'POST', body: 'x' })
-    try { await req.svc.detokenize('{{ ${victim} }}') } catch (e) {}
-    const until = Date.now() + 1500
-    while (Date.now() < until) {}
-    try { await req.svc.tokenize({ id: 'transform-stored-after-failure', type: 'token', data: 'x' }) } catch (e) {}
-    return { body: { ok: 1 } }
-  }`
-  const proxy = await app.request('POST', '/proxies', { body: { name: 'p2', destination_url: stub.origin, request_transform: { code }, application: { id: actor.body.id } } })
+  const { actor, caller, stub, code } = await failThenTokenize(t, 'transform', { id: 'transform-stored-after-failure', type: 'token', data: 'x' }, '{ body: { ok: 1 } }')
+  const proxy = await app.request('POST', '/proxies', { body: { name: 'p2', destination_url: stub.origin, request_transform: { code }, application: actor } })
   t.equal(proxy.status, 201, proxy.text)
   await app.services.audit.flush()
   const res = await rawRequest(app.url, { method: 'POST', path: '/proxy/x', body: '{}', headers: ['SVC-PROXY-KEY', proxy.body.key, 'SVC-API-KEY', caller, 'Content-Type', 'application/json'] })

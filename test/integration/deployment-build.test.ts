@@ -1,12 +1,10 @@
 import { execFile, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
+import { readFileSync } from 'node:fs'
 import { promisify } from 'node:util'
 import { DockerfileParser } from 'dockerfile-ast'
-import pg from 'pg'
 import t from 'tap'
+import { processStorage } from '../helpers/cli.js'
 
 /**
  * What the container image runs, run here without a container: the Dockerfile's own build
@@ -22,23 +20,6 @@ const instructions = dockerfile.getInstructions()
 const jsonArgs = (keyword: string) => JSON.parse(instructions.filter((i) => i.getKeyword() === keyword).at(-1)!.getArgumentsContent()!.replace(/^.*?CMD\s+/s, '')) as string[]
 const KEY = `tsr_mgmt_${randomBytes(32).toString('hex').slice(0, 43)}`
 
-/** A database of its own: a fresh Postgres schema with DATABASE_URL, else PGlite in a temporary directory. */
-async function storage(): Promise<Record<string, string>> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'tessera-image-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  if (!process.env.DATABASE_URL) return { SVC_DATA_DIR: dir }
-  const schema = `image_${randomBytes(6).toString('hex')}`
-  const admin = new pg.Client({ connectionString: process.env.DATABASE_URL })
-  await admin.connect()
-  await admin.query(`create schema "${schema}"`)
-  t.teardown(async () => {
-    await admin.query(`drop schema "${schema}" cascade`)
-    await admin.end()
-  })
-  const url = new URL(process.env.DATABASE_URL)
-  url.searchParams.set('options', `-c search_path=${schema}`)
-  return { SVC_DATA_DIR: dir, DATABASE_URL: url.toString(), ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}) }
-}
 
 t.test('the image\'s build and CMD: a server that is healthy, migrates, and runs a Reactor from the compiled copy', async (t) => {
   const build = instructions.filter((i) => i.getKeyword() === 'RUN').map((i) => i.getArgumentsContent() ?? '').find((r) => r.includes('npm run build'))
@@ -47,7 +28,7 @@ t.test('the image\'s build and CMD: a server that is healthy, migrates, and runs
 
   const [command, ...args] = jsonArgs('CMD')
   t.equal(command, 'node')
-  const env = { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', SVC_BOOTSTRAP_API_KEY: KEY, SVC_KEY_HASH_SECRET: randomBytes(32).toString('hex'), SVC_MASTER_KEY: `k1:${randomBytes(32).toString('base64')}`, ...(await storage()) }
+  const env = { PATH: process.env.PATH ?? '', PORT: '0', HOST: '127.0.0.1', SVC_BOOTSTRAP_API_KEY: KEY, SVC_KEY_HASH_SECRET: randomBytes(32).toString('hex'), SVC_MASTER_KEY: `k1:${randomBytes(32).toString('base64')}`, ...(await processStorage(t, 'image', {})), ...(process.env.DATABASE_URL && process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}) }
   const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] })
   t.teardown(() => child.kill('SIGKILL'))
   let out = ''
