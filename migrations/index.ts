@@ -8,6 +8,7 @@ import * as idempotency from './20261125000000_idempotency.js'
 import * as audit from './20261125000000_audit.js'
 import * as applicationKeys from './20261126000000_application_keys.js'
 import * as auditTimes from './20261129000000_audit_times.js'
+import * as tokenTestMarks from './20261129000100_token_test_marks.js'
 
 interface Migration {
   up(knex: Knex): Promise<void>
@@ -25,6 +26,7 @@ const migrations: Record<string, Migration> = {
   '20261125000000_audit': audit,
   '20261126000000_application_keys': applicationKeys,
   '20261129000000_audit_times': auditTimes,
+  '20261129000100_token_test_marks': tokenTestMarks,
 }
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,5 +1,5 @@
 import { AppError, type FieldErrors } from '../errors/index.js'
-import type { AccessScope, ScopeMatch } from '../store/index.js'
+import type { AccessScope, ScopeMatch, TokenMark } from '../store/index.js'
 import { decide, holdsPermission, implicitTransform, type AccessRule, type TokenScope, type Transform } from './access-rules.js'
 import { grantExcess, transformRank, type Excess, type Grants } from './grants.js'
 import { isTokenPermission, type Permission, type TokenPermission } from './permissions.js'
@@ -103,16 +103,31 @@ export function tokenScopes(principal: Principal, permission: TokenPermission, m
   return scopes
 }
 
+/** What an equality test compares: the fingerprint (`fingerprint:` terms and filters, deduplication) or the search indexes (`data:` terms). */
+export type EqualityTest = 'fingerprint' | 'search'
+
+const TEST_MARKS: Record<EqualityTest, TokenMark> = { fingerprint: 'fingerprint_beyond_mask', search: 'search_beyond_mask' }
+
 /**
  * The tokens on which `permission` may test the data for equality: a search's `data:` and
  * `fingerprint:` terms, a list's fingerprint filter, deduplication. Each answers "is this
  * token's value X?", as the fingerprint does, so it is allowed exactly where an answer would show
  * the fingerprint: the operation's decision and the caller's `token:read` both at least `mask`.
+ * A token whose tested fingerprint or index reaches beyond its mask (marked when written) needs
+ * both at `reveal`.
  */
-export function equalityScopes(principal: Principal, permission: TokenPermission): AccessScope[] {
-  const scopes = tokenScopes(principal, permission, 'mask')
-  if (permission !== 'token:read') scopes.push(...tokenScopes(principal, 'token:read', 'mask'))
-  return scopes
+export function equalityScopes(principal: Principal, permission: TokenPermission, tests: readonly EqualityTest[]): AccessScope[] {
+  const permissions: TokenPermission[] = permission === 'token:read' ? [permission] : [permission, 'token:read']
+  const marks = tests.map((test) => TEST_MARKS[test])
+  return permissions.flatMap((p) => {
+    const revealed = tokenScopes(principal, p, 'reveal')
+    return tokenScopes(principal, p, 'mask').map((scope, i) => ({ ...scope, marked: { marks, rules: revealed[i]!.rules } }))
+  })
+}
+
+/** Whether an answer shows a token's fingerprint: not under `redact`, and only under `reveal` when it tests beyond the mask. */
+export function showsFingerprint(transform: Transform, token: { fingerprint_beyond_mask: boolean }): boolean {
+  return transform === 'reveal' || (transform === 'mask' && !token.fingerprint_beyond_mask)
 }
 
 /**

@@ -5,7 +5,7 @@ import { ExpressionError, tokenIdProblem } from '../expressions/index.js'
 import { isStorableDateTime } from '../shapes/date-time.js'
 import type { TokenRecord } from '../store/index.js'
 import { encryptData, type TokenDataHasher, type Keyring } from './crypto/index.js'
-import { canonicalJson, dataRenderBudget, fingerprintInput, getTokenType, maskProblems, searchIndexValues, validateDataTemplate, type TokenTypeName } from './types/index.js'
+import { canonicalJson, dataRenderBudget, fingerprintInput, getTokenType, maskProblems, searchIndexValues, testsBeyondMask, validateDataTemplate, type TokenTypeName } from './types/index.js'
 
 /** The writable fields of a token, after schema validation. */
 export interface TokenFields {
@@ -137,7 +137,9 @@ export function buildTokenRecord(
     mask: fields.mask === undefined ? (existing ? existing.mask : type.defaultMask) : fields.mask,
     fingerprint: canonical === null ? null : crypto.hasher.fingerprint(tenantId, type.name, canonical),
     fingerprint_expression: fingerprintExpression,
+    fingerprint_beyond_mask: fingerprintExpression !== null && testsBeyondMask(type, fingerprintExpression),
     search_indexes: searchIndexes,
+    search_beyond_mask: searchIndexes.some((expression) => testsBeyondMask(type, expression)),
     search_hashes: [...searchValues].map((v) => crypto.hasher.searchIndexHash(tenantId, v)),
     key_id: encrypted.keyId,
     encrypted_key: encrypted.encryptedKey,

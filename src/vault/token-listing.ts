@@ -1,5 +1,5 @@
 import type { TokenPermission } from '../auth/permissions.js'
-import { answerTransform, equalityScopes, tokenScopes } from '../auth/policies.js'
+import { answerTransform, equalityScopes, tokenScopes, type EqualityTest } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import type { AccessScope, Page, Store, TokenFilter, TokenPosition, TokenRecord } from '../store/index.js'
 import { parseSearchQuery } from './search-query.js'
@@ -47,7 +47,10 @@ export function tokenListing<V>(deps: {
    */
   function scopesFor(principal: Principal, permission: TokenPermission, filter: TokenFilter): AccessScope[] {
     const scopes = tokenScopes(principal, permission)
-    if (filter.fingerprints?.length || filter.searchHashes?.length) scopes.push(...equalityScopes(principal, permission))
+    const tests: EqualityTest[] = []
+    if (filter.fingerprints?.length) tests.push('fingerprint')
+    if (filter.searchHashes?.length) tests.push('search')
+    if (tests.length) scopes.push(...equalityScopes(principal, permission, tests))
     return scopes
   }
 

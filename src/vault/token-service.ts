@@ -136,7 +136,7 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache, o
       const insert = async (trx?: StoreTransaction): Promise<Awaited<ReturnType<typeof store.tokens.insert>> | TokenRecord> => {
         if (trx === undefined || fingerprint === null) return store.tokens.insert(record, trx)
         await store.tokens.lockFingerprints(principal.tenantId, [[record.type, fingerprint]], trx)
-        const [existing] = await store.tokens.findByFingerprints(principal.tenantId, [[record.type, fingerprint]], equalityScopes(principal, 'token:create'), trx)
+        const [existing] = await store.tokens.findByFingerprints(principal.tenantId, [[record.type, fingerprint]], equalityScopes(principal, 'token:create', ['fingerprint']), trx)
         return existing ?? store.tokens.insert(record, trx)
       }
       let inserted: Awaited<ReturnType<typeof insert>> | undefined

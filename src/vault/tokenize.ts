@@ -110,7 +110,7 @@ export async function tokenizeValue(
     else entry.sameAs = first
   }
   // As POST /tokens: the existing token only where every viewer would see its fingerprint anyway.
-  const sameValue = deduplicated.length ? [...equalityScopes(principal, 'token:create'), ...viewers.filter((v) => v !== principal).flatMap((v) => equalityScopes(v, 'token:read'))] : []
+  const sameValue = deduplicated.length ? [...equalityScopes(principal, 'token:create', ['fingerprint']), ...viewers.filter((v) => v !== principal).flatMap((v) => equalityScopes(v, 'token:read', ['fingerprint']))] : []
   let fresh: typeof records = []
   const insertAll = () =>
     deps.store.transaction(async (trx) => {

@@ -1,10 +1,11 @@
+import { showsFingerprint } from '../../auth/policies.js'
 import type { TokenView } from '../../vault/token-service.js'
 import type { TokenResponse } from '../schemas/tokens.js'
 import { compact, iso } from './common.js'
 
 /**
  * The only way a token leaves the service: ciphertext, keys and search hashes never do; `data`
- * only as transformed; the fingerprint (an equality test of the data) not under `redact`.
+ * only as transformed; the fingerprint (an equality test of the data) as `showsFingerprint` allows.
  */
 export function presentToken({ record, data, transform }: TokenView): TokenResponse {
   return compact({
@@ -15,7 +16,7 @@ export function presentToken({ record, data, transform }: TokenView): TokenRespo
     mask: record.mask ?? undefined,
     containers: record.containers,
     metadata: record.metadata,
-    fingerprint: transform === 'redact' ? undefined : (record.fingerprint ?? undefined),
+    fingerprint: showsFingerprint(transform, record) ? (record.fingerprint ?? undefined) : undefined,
     fingerprint_expression: record.fingerprint_expression ?? undefined,
     search_indexes: record.search_indexes,
     expires_at: iso(record.expires_at),

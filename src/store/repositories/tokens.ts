@@ -11,7 +11,10 @@ export interface TokenRecord {
   mask: unknown
   fingerprint: string | null
   fingerprint_expression: string | null
+  /** Set when an equality test of the fingerprint or of a search index tells more than the mask (`testsBeyondMask`): such tests need `reveal`. */
+  fingerprint_beyond_mask: boolean
   search_indexes: string[]
+  search_beyond_mask: boolean
   search_hashes: string[]
   key_id: string
   encrypted_key: Uint8Array
@@ -36,7 +39,12 @@ export interface ScopeMatch {
  */
 export interface AccessScope {
   rules: { match: ScopeMatch; granted: boolean }[]
+  /** Tokens with any of these marks set are decided by `marked.rules` instead. */
+  marked?: { marks: readonly TokenMark[]; rules: AccessScope['rules'] }
 }
+
+/** The columns that mark a token whose equality tests tell more than its mask. */
+export type TokenMark = 'fingerprint_beyond_mask' | 'search_beyond_mask'
 
 /** A position in the (created_at, id) order of a tenant's tokens: the last row of the page before. */
 export interface TokenPosition {
@@ -81,10 +89,22 @@ export function tokensRepository(knex: Knex, now: Clock) {
   }
 
   function applyScopes(q: Knex.QueryBuilder, scopes: readonly AccessScope[]): void {
-    for (const scope of scopes) {
-      const last = scope.rules.findLastIndex((rule) => rule.granted)
-      void q.where((decided) => applyFirstMatch(decided, scope.rules, 0, last))
+    for (const { rules, marked } of scopes) {
+      if (!marked?.marks.length) {
+        void q.where((decided) => applyRules(decided, rules))
+        continue
+      }
+      const isMarked = `(${marked.marks.join(' or ')})`
+      void q.where((either) =>
+        either
+          .where((plain) => plain.whereRaw(`not ${isMarked}`).where((decided) => applyRules(decided, rules)))
+          .orWhere((flagged) => flagged.whereRaw(isMarked).where((decided) => applyRules(decided, marked.rules))),
+      )
     }
+  }
+
+  function applyRules(q: Knex.QueryBuilder, rules: AccessScope['rules']): void {
+    applyFirstMatch(q, rules, 0, rules.findLastIndex((rule) => rule.granted))
   }
 
   /**

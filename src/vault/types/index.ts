@@ -39,7 +39,7 @@ export function getTokenType(name: TokenTypeName): TokenType {
 
 export type { TokenType, TokenTypeName } from './token-type.js'
 export { applyTransform, type Transform, type TransformableToken } from './transforms.js'
-export { allowedMask, maskProblems, type Allowance, type MaskLimits } from './mask-limits.js'
+export { allowedMask, maskProblems, testsBeyondMask, type Allowance, type MaskLimits } from './mask-limits.js'
 export { canonicalJson, fingerprintInput, searchIndexValues } from './fingerprint-input.js'
 export { compileDataTemplate, dataLookup, dataRenderBudget, renderDataTemplate, validateDataTemplate } from './data-template.js'
 export { detectCardBrand, type CardBrand } from './card-brand.js'

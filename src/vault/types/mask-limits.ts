@@ -24,17 +24,37 @@ interface Shown {
  * again whenever one is rendered.
  */
 export function maskProblems(mask: unknown, limits: MaskLimits, typeName: string): string[] {
-  const problems: string[] = []
-  for (const expression of expressionsIn(mask)) {
+  return [...expressionsIn(mask)].flatMap((expression) => shownProblem(shownBy(expression), limits, typeName) ?? [])
+}
+
+/** Why one expression shows more than `limits` allow, or undefined when it stays within. */
+function shownProblem(shown: Shown, limits: MaskLimits, typeName: string): string | undefined {
+  const field = ['data', ...shown.path].join('.')
+  const allowance = allowanceFor(shown.path, limits)
+  if (allowance === undefined) return `a ${typeName} mask may not show ${field}`
+  if (!within(shown.window, allowance)) return `a ${typeName} mask may show ${describe(allowance)} of ${field}`
+  // Typed fields with limits are validated strings; data of unknown shape may hold arrays.
+  if (shown.slicesValue && limits['*'] !== undefined) return `a ${typeName} mask may slice only text: put to_string before slice on ${field}`
+  return undefined
+}
+
+/**
+ * Whether an equality test of `template` (a search index, a fingerprint expression) tells a
+ * reader whose decision is `mask` more than the mask and the type's own fingerprint already do.
+ * That reader sees what the mask shows and may test the whole value the default fingerprint
+ * hashes, so a part within the mask limits tells it nothing new, and neither does the one field
+ * the default fingerprint hides (a card's whole number: the rest of that fingerprint is shown).
+ * Any other part does: a card's CVC or its middle digits alone, tested in a thousand searches.
+ */
+export function testsBeyondMask(type: { name: string; maskLimits: MaskLimits; defaultFingerprintExpression: string }, template: string): boolean {
+  const hiddenByDefault = [...expressionsIn(type.defaultFingerprintExpression)].map(shownBy).filter((shown) => shownProblem(shown, type.maskLimits, type.name) !== undefined)
+  const testedAnyway = hiddenByDefault.length === 1 && hiddenByDefault[0]!.window === 'all' ? hiddenByDefault[0]!.path.join('.') : undefined
+  for (const expression of expressionsIn(template)) {
     const shown = shownBy(expression)
-    const field = ['data', ...shown.path].join('.')
-    const allowance = allowanceFor(shown.path, limits)
-    if (allowance === undefined) problems.push(`a ${typeName} mask may not show ${field}`)
-    else if (!within(shown.window, allowance)) problems.push(`a ${typeName} mask may show ${describe(allowance)} of ${field}`)
-    // Typed fields with limits are validated strings; data of unknown shape may hold arrays.
-    else if (shown.slicesValue && limits['*'] !== undefined) problems.push(`a ${typeName} mask may slice only text: put to_string before slice on ${field}`)
+    if (shown.window === 'all' && shown.path.join('.') === testedAnyway) continue
+    if (shownProblem(shown, type.maskLimits, type.name) !== undefined) return true
   }
-  return problems
+  return false
 }
 
 function* expressionsIn(value: unknown): Generator<Expression> {

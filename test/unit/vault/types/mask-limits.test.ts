@@ -1,5 +1,5 @@
 import t from 'tap'
-import { allowedMask, getTokenType, maskProblems, TOKEN_TYPE_NAMES, type TokenTypeName } from '../../../../src/vault/types/index.js'
+import { allowedMask, getTokenType, maskProblems, testsBeyondMask, TOKEN_TYPE_NAMES, type TokenTypeName } from '../../../../src/vault/types/index.js'
 
 const problems = (type: TokenTypeName, mask: unknown) => maskProblems(mask, getTokenType(type).maskLimits, type)
 
@@ -55,4 +55,39 @@ t.test('allowedMask renders only masks within the limits', async (t) => {
   t.equal(allowedMask(card, { n: '{{ data.number }}' }), null, 'and again from the memo')
   t.equal(allowedMask(card, null), null)
   t.equal(allowedMask(card, '{{ unclosed'), null, 'an unparsable mask fails closed')
+})
+
+t.test('testsBeyondMask: an equality test tells a mask reader nothing beyond the mask and the default fingerprint', async (t) => {
+  const beyond = (type: TokenTypeName, template: string) => testsBeyondMask(getTokenType(type), template)
+  const within: [TokenTypeName, string][] = [
+    ['card', '{{ data.number }}'],
+    ['card', '{{ data | json: "$.number" }}'],
+    ['card', '{{ data.number | last4 }}'],
+    ['card', '{{ data.number | slice: 0, 6 }}:{{ data.expiration_month }}/{{ data.expiration_year }}'],
+    ['card', '{{ data.number }}-{{ data.expiration_year }}'],
+    ['card', 'constant'],
+    ['card_number', '{{ data }}'],
+    ['bank', '{{ data.account_number }}'],
+    ['bank', '{{ data.routing_number }}'],
+    ['social_security_number', '{{ data | last4 }}'],
+    ['token', '{{ data }}'],
+    ['token', '{{ data | to_string }}'],
+    ['token', '{{ data.name | last4 }}'],
+  ]
+  for (const [type, template] of within) t.equal(beyond(type, template), false, `${type} ${template}`)
+  const outside: [TokenTypeName, string][] = [
+    ['card', '{{ data.cvc }}'],
+    ['card', '{{ data.number }}{{ data.cvc }}'],
+    ['card', '{{ data }}'],
+    ['card', '{{ data.number | slice: 0, 12 }}'],
+    ['card', '{{ data.number | slice: -8 }}'],
+    ['card', '{{ data.number | reveal_last: 10 }}'],
+    ['card_number', '{{ data | slice: 6, 6 }}'],
+    ['bank', '{{ data.account_number | slice: 0, 4 }}'],
+    ['social_security_number', '{{ data | slice: 0, 3 }}'],
+    ['token', '{{ data.name }}'],
+    ['token', '{{ data | json: "$.secret" }}'],
+    ['token', '{{ data | slice: 0, 2 }}'],
+  ]
+  for (const [type, template] of outside) t.equal(beyond(type, template), true, `${type} ${template}`)
 })
