@@ -145,3 +145,24 @@ t.test('a hostile grant costs a bounded search and is refused', async (t) => {
   const grantor = grants([rule(1, '/', 'mask', ['token:read'])])
   t.notOk(within(grant, grantor), 'reveal over mask is wider whatever the search finds')
 })
+
+t.test('a large grant within its grantor is judged within: the check is linear in the conditions, not a search over their combinations', async (t) => {
+  // The review's probe: 100 rules of 50 conditions of 390 characters took 17 s in one request
+  // (the event loop stalled for every tenant) and was then refused, its budget spent.
+  const large = (rules: number, conditions: number, base: string, transform: Transform) =>
+    grants(
+      Array.from({ length: rules }, (_, i) =>
+        cond(i + 1, Array.from({ length: conditions }, (_, j) => ({ attribute: 'container' as const, operator: 'starts_with' as const, value: `${base}/r${i}x${j}`.padEnd(390, 'a') })), transform, ['token:read']),
+      ),
+    )
+  t.ok(within(large(100, 50, '/orders', 'mask'), grants([rule(1, '/orders/', 'mask', ['token:read'])])), '100 rules of 50 conditions inside the grantor container')
+  t.ok(within(large(10, 10, '', 'reveal'), grants([rule(1, '/', 'reveal', ['token:read'])])), '10 rules of 10 conditions under reveal on / (was refused: the search ran out)')
+  t.notOk(within(large(100, 50, '/orders', 'reveal'), grants([rule(1, '/orders/', 'mask', ['token:read'])])), 'and the same rules with reveal over mask are wider')
+})
+
+t.test('satisfiable: a spent budget answers "satisfiable", which refuses the grant', async (t) => {
+  const c = (value: string) => ({ on: 'container' as const, op: 'starts_with' as const, value })
+  const budget = { work: 0 }
+  t.ok(satisfiable([c('/a/b/')], [[c('/a/')]], budget), 'on the safe side')
+  t.ok(budget.work < 0)
+})
