@@ -145,11 +145,15 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
   const idempotency = idempotencyService(store, { ttlSeconds: 86_400, leaseSeconds, secret: secrets.keyHashSecret })
 
   // Expired Applications, sessions, tokens and idempotency keys already fail (or are taken over)
-  // at once; the sweep only reclaims rows.
+  // at once; the sweep only reclaims rows, in batches. One working through a backlog may outlast
+  // the interval: the next tick then skips instead of racing it for the same rows.
+  let sweeping = false
   const sweep = setInterval(() => {
-    Promise.all([applications.sweepExpired(), sessions.sweepExpired(), store.tokens.deleteExpired(new Date(clock())), idempotency.pruneExpired()]).catch((err: unknown) =>
-      logger.error({ err: describeError(err) }, 'expiry sweep failed'),
-    )
+    if (sweeping) return
+    sweeping = true
+    Promise.all([applications.sweepExpired(), sessions.sweepExpired(), store.tokens.deleteExpired(new Date(clock())), idempotency.pruneExpired()])
+      .catch((err: unknown) => logger.error({ err: describeError(err) }, 'expiry sweep failed'))
+      .finally(() => (sweeping = false))
   }, config.expirySweepSeconds * 1000)
   sweep.unref()
 

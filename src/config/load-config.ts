@@ -3,9 +3,9 @@ import { availableParallelism } from 'node:os'
 import { Ajv } from 'ajv'
 import { parseRange } from '../ratelimit/client-ip.js'
 import { KeyringError, parseKeyring } from '../vault/crypto/parse-keyring.js'
-import { mapScopes, rateVariable, type RateScope } from './rate-scopes.js'
+import { mapScopes, rateScopes, rateVariable, type RateScope } from './rate-scopes.js'
 import { runtimeChildEnv } from './runtime-env.js'
-import { configSchema, type RawConfig } from './schema.js'
+import { configSchema, RATE_MAX, type RawConfig } from './schema.js'
 
 export interface RateRule {
   limit: number
@@ -239,6 +239,11 @@ function valueProblems(set: Record<string, string | undefined>): string[] {
   for (const name of ['DATABASE_URL', 'REDIS_URL'] as const) {
     const url = set[name]
     if (url?.trim() && !URL.canParse(url.trim())) problems.push(`${name} is not a valid URL (host, a port from 1 to 65535, percent-encoded user and password); its value is not shown`)
+  }
+  // The schema checks a rate's shape (a value it refuses parses to NaN here, past no bound).
+  for (const name of rateScopes.map(rateVariable)) {
+    const { limit, windowSeconds } = parseRate(set[name] ?? '1/1')
+    if (limit > RATE_MAX.limit || windowSeconds > RATE_MAX.windowSeconds) problems.push(`${name} must have a count of at most ${RATE_MAX.limit} and a window of at most ${RATE_MAX.windowSeconds} seconds`)
   }
   for (const entry of listEntries(set.SVC_TRUSTED_PROXIES ?? '')) {
     try {

@@ -1,7 +1,9 @@
 import { Type, type Static, type TString } from '@sinclair/typebox'
 import { defaultRates, rateScopes, rateVariable, type RateVariable } from './rate-scopes.js'
 
-const rate = Type.String({ pattern: '^[1-9][0-9]*/[1-9][0-9]*$', description: '<count>/<seconds>' })
+/** A rate's bounds, which loadConfig checks (a pattern cannot compare numbers): past them a window's arithmetic overflows (`RateLimit-Reset: Infinity`). */
+export const RATE_MAX = { limit: 1_000_000_000, windowSeconds: 86_400 } as const
+const rate = Type.String({ pattern: '^[1-9][0-9]*/[1-9][0-9]*$', description: `<count>/<seconds>, at most ${RATE_MAX.limit}/${RATE_MAX.windowSeconds}` })
 const positiveInt = (min: number, max: number, dflt: number) => Type.Integer({ minimum: min, maximum: max, default: dflt })
 // `enum`, not a union of literals: one error listing the allowed values instead of one per value.
 const oneOf = <const T extends readonly string[]>(values: T, dflt: T[number]) => Type.Unsafe<T[number]>({ type: 'string', enum: [...values], default: dflt })

@@ -131,12 +131,13 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache, o
       const fingerprint = input.deduplicate_token ? record.fingerprint : null
       // Returning the existing token says "this value is stored there": only where the answer
       // would show its fingerprint anyway. Anyone else gets a new token, as without the flag.
-      // Concurrent creates of one value take turns from the look-up to the commit (the lock), so
-      // the second finds the first's token instead of storing its own.
+      // Only a token that lives at least as long as asked is found. Concurrent creates of one value
+      // take turns from the look-up to the commit (the lock), so the second finds the first's
+      // token instead of storing its own.
       const insert = async (trx?: StoreTransaction): Promise<Awaited<ReturnType<typeof store.tokens.insert>> | TokenRecord> => {
         if (trx === undefined || fingerprint === null) return store.tokens.insert(record, trx)
         await store.tokens.lockFingerprints(principal.tenantId, [[record.type, fingerprint]], trx)
-        const [existing] = await store.tokens.findByFingerprints(principal.tenantId, [[record.type, fingerprint]], equalityScopes(principal, 'token:create', ['fingerprint']), trx)
+        const [existing] = await store.tokens.findByFingerprints(principal.tenantId, [[record.type, fingerprint, record.expires_at]], equalityScopes(principal, 'token:create', ['fingerprint']), trx)
         return existing ?? store.tokens.insert(record, trx)
       }
       let inserted: Awaited<ReturnType<typeof insert>> | undefined

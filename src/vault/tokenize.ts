@@ -55,7 +55,7 @@ export async function tokenizeValue(
     full: boolean
     deduplicate?: boolean
     existing?: TokenRecord
-    /** An earlier entry of this call deduplicating the same value: this one answers with its token. */
+    /** The entry of this call deduplicating the same value that asks the longest life: this one answers with its token. */
     sameAs?: Entry
   }
   const records: Entry[] = []
@@ -101,25 +101,30 @@ export async function tokenizeValue(
   if (Object.keys(errors).length) throw new ValidationError(errors)
   const pair = (type: string, fingerprint: string | null) => `${type}\u0000${fingerprint}`
   const deduplicated = records.filter((entry) => entry.deduplicate && entry.record.fingerprint)
-  // One value twice in one call is one token: the later entries answer with the first's.
-  const firstOfValue = new Map<string, Entry>()
+  // One value twice in one call is one token: the one of the entry that asks the longest life
+  // (the first among equals), so every entry gets a token that lives at least as long as it asked.
+  const lifetime = (entry: Entry) => entry.record.expires_at?.getTime() ?? Infinity
+  const longestOfValue = new Map<string, Entry>()
   for (const entry of deduplicated) {
     const key = pair(entry.record.type, entry.record.fingerprint)
-    const first = firstOfValue.get(key)
-    if (first === undefined) firstOfValue.set(key, entry)
-    else entry.sameAs = first
+    const longest = longestOfValue.get(key)
+    if (longest === undefined || lifetime(entry) > lifetime(longest)) longestOfValue.set(key, entry)
+  }
+  for (const entry of deduplicated) {
+    const longest = longestOfValue.get(pair(entry.record.type, entry.record.fingerprint))
+    if (longest !== entry) entry.sameAs = longest
   }
   // As POST /tokens: the existing token only where every viewer would see its fingerprint anyway.
   const sameValue = deduplicated.length ? [...equalityScopes(principal, 'token:create', ['fingerprint']), ...viewers.filter((v) => v !== principal).flatMap((v) => equalityScopes(v, 'token:read', ['fingerprint']))] : []
   let fresh: typeof records = []
   const insertAll = () =>
     deps.store.transaction(async (trx) => {
-      if (firstOfValue.size) {
+      if (longestOfValue.size) {
         // Concurrent calls deduplicating the same value take turns from the look-up to the
         // commit, so the second finds the first's token instead of storing its own.
-        const pairs = [...firstOfValue.values()].map(({ record }) => [record.type, record.fingerprint!] as const)
-        await deps.store.tokens.lockFingerprints(principal.tenantId, pairs, trx)
-        const found = await deps.store.tokens.findByFingerprints(principal.tenantId, pairs, sameValue, trx)
+        const wanted = [...longestOfValue.values()].map(({ record }) => record)
+        await deps.store.tokens.lockFingerprints(principal.tenantId, wanted.map((r) => [r.type, r.fingerprint!] as const), trx)
+        const found = await deps.store.tokens.findByFingerprints(principal.tenantId, wanted.map((r) => [r.type, r.fingerprint!, r.expires_at] as const), sameValue, trx)
         const existing = new Map(found.map((record) => [pair(record.type, record.fingerprint), record]))
         for (const entry of deduplicated) entry.existing = existing.get(pair(entry.record.type, entry.record.fingerprint))
       }
@@ -140,12 +145,12 @@ export async function tokenizeValue(
   }
   for (const entry of records) {
     if (entry.sameAs === undefined) continue
-    // The token stored (or found) for the first: shown as it is, not with this entry's data,
+    // The token stored (or found) for the longest-lived: shown as it is, not with this entry's data,
     // which may differ where the fingerprint does not look (a card's CVC or expiry).
-    const first = entry.sameAs
-    entry.record = first.record
-    entry.data = first.data
-    entry.existing = first.existing
+    const longest = entry.sameAs
+    entry.record = longest.record
+    entry.data = longest.data
+    entry.existing = longest.existing
   }
   const views = records.map(({ record, data, full, existing }) => {
     if (existing) return deps.tokens.view(existing, answerTransform(principal, 'token:create', existing, viewers))

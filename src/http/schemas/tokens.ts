@@ -25,7 +25,7 @@ export const CreateTokenBody = Type.Object(
     mask: Type.Optional(Type.Unknown()),
     fingerprint_expression: Type.Optional(Expression),
     search_indexes: Type.Optional(SearchIndexes),
-    deduplicate_token: Type.Optional(Type.Boolean({ description: 'Return the existing token with the same fingerprint, if the key sees it at least masked (token:create and token:read); otherwise a new token, so the answer never tells whether the value was stored.' })),
+    deduplicate_token: Type.Optional(Type.Boolean({ description: 'Return the existing token with the same fingerprint that lives at least as long as this one would (no expires_at: one that never expires), if the key sees it at least masked (token:create and token:read); otherwise a new token, so the answer never tells whether the value was stored.' })),
     expires_at: Type.Optional(Type.Union([DateTime, Type.Null()])),
   },
   { additionalProperties: false, required: ['type', 'data'] },

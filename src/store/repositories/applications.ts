@@ -1,5 +1,6 @@
 import type { Knex } from 'knex'
 import { pageOf, type Page } from './page.js'
+import { deleteExpiredRows, EXPIRED_BATCH } from './expired-rows.js'
 import type { AccessRuleRecord } from './types.js'
 
 export type ApplicationType = 'private' | 'public' | 'management'
@@ -91,9 +92,12 @@ export function applicationsRepository(knex: Knex) {
       return (row as { key_hash: string } | undefined)?.key_hash
     },
     /** Removes expired Applications; returns who they were (their sessions go next, their keys leave the caches). */
-    async deleteExpired(now: Date): Promise<Pick<ApplicationRecord, 'id' | 'tenant_id' | 'key_hash'>[]> {
-      const rows = await table().where('expires_at', '<=', now).delete().returning(['id', 'tenant_id', 'key_hash'])
-      return rows as Pick<ApplicationRecord, 'id' | 'tenant_id' | 'key_hash'>[]
+    async deleteExpired(now: Date, batch = EXPIRED_BATCH): Promise<Pick<ApplicationRecord, 'id' | 'tenant_id' | 'key_hash'>[]> {
+      const expired: Pick<ApplicationRecord, 'id' | 'tenant_id' | 'key_hash'>[] = []
+      for await (const rows of deleteExpiredRows<(typeof expired)[number]>(knex, 'applications', ['id'], (q) => q.where('expires_at', '<=', now), ['id', 'tenant_id', 'key_hash'], batch)) {
+        expired.push(...rows)
+      }
+      return expired
     },
   }
 }

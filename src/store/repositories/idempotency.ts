@@ -1,4 +1,5 @@
 import type { Knex } from 'knex'
+import { deleteExpiredRows, EXPIRED_BATCH } from './expired-rows.js'
 
 export interface IdempotencyRecord {
   tenant_id: string
@@ -68,9 +69,10 @@ export function idempotencyRepository(knex: Knex) {
     async release(tenantId: string, key: string, owner: string): Promise<void> {
       await knex('idempotency_keys').where({ tenant_id: tenantId, key, owner }).whereNull('status').delete()
     },
-    async deleteExpired(): Promise<number> {
-      const rows = await knex('idempotency_keys').where('expires_at', '<=', knex.fn.now()).delete().returning(['key'])
-      return rows.length
+    async deleteExpired(batch = EXPIRED_BATCH): Promise<number> {
+      let deleted = 0
+      for await (const rows of deleteExpiredRows(knex, 'idempotency_keys', ['tenant_id', 'key'], (q) => q.where('expires_at', '<=', knex.fn.now()), ['key'], batch)) deleted += rows.length
+      return deleted
     },
   }
 }

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex'
+import { deleteExpiredRows, EXPIRED_BATCH } from './expired-rows.js'
 import type { AccessRuleRecord } from './types.js'
 
 export interface SessionRecord {
@@ -67,9 +68,12 @@ export function sessionsRepository(knex: Knex) {
         .returning(['key_hash'])
       return (rows as { key_hash: string }[]).map((r) => r.key_hash)
     },
-    async deleteExpired(now: Date): Promise<string[]> {
-      const rows = await knex('sessions').where('expires_at', '<=', now).delete().returning(['key_hash'])
-      return (rows as { key_hash: string }[]).map((r) => r.key_hash)
+    async deleteExpired(now: Date, batch = EXPIRED_BATCH): Promise<string[]> {
+      const hashes: string[] = []
+      for await (const rows of deleteExpiredRows<{ key_hash: string }>(knex, 'sessions', ['id'], (q) => q.where('expires_at', '<=', now), ['key_hash'], batch)) {
+        hashes.push(...rows.map((r) => r.key_hash))
+      }
+      return hashes
     },
   }
 }

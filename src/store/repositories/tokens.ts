@@ -1,5 +1,6 @@
 import type { Knex } from 'knex'
 import type { Clock } from '../../clock.js'
+import { deleteExpiredRows, EXPIRED_BATCH } from './expired-rows.js'
 import { pageOf, type Page } from './page.js'
 
 export interface TokenRecord {
@@ -190,10 +191,20 @@ export function tokensRepository(knex: Knex, now: Clock) {
         .whereIn('id', ids as string[])
         .select('tenant_id', 'id', 'type', 'containers', 'mask', 'key_id', 'encrypted_key', 'ciphertext', 'expires_at')
     },
-    /** For each (type, fingerprint) pair, the oldest live token with it among those `scopes` admit (pairs without one have none), in one query. */
-    async findByFingerprints(tenantId: string, pairs: readonly (readonly [type: string, fingerprint: string])[], scopes: readonly AccessScope[], trx: Knex = knex): Promise<TokenRecord[]> {
-      if (pairs.length === 0) return []
-      const q = live(trx).where({ tenant_id: tenantId }).whereIn(['type', 'fingerprint'], pairs as [string, string][])
+    /**
+     * For each (type, fingerprint) pair, the oldest live token with it among those `scopes` admit
+     * that lives at least until `until` (pairs without one have none), in one query. A token
+     * that expires sooner than asked must not stand in for a new one: it would vanish early.
+     * `until` null (never expire) takes only tokens that never expire.
+     */
+    async findByFingerprints(tenantId: string, wanted: readonly (readonly [type: string, fingerprint: string, until: Date | null])[], scopes: readonly AccessScope[], trx: Knex = knex): Promise<TokenRecord[]> {
+      if (wanted.length === 0) return []
+      const q = live(trx).where({ tenant_id: tenantId })
+      void q.where((any) => {
+        for (const [type, fingerprint, until] of wanted) {
+          void any.orWhere((w) => w.where({ type, fingerprint }).where((e) => (until === null ? e.whereNull('expires_at') : e.whereNull('expires_at').orWhere('expires_at', '>=', until))))
+        }
+      })
       applyScopes(q, scopes)
       return q.distinctOn(['type', 'fingerprint']).orderBy([{ column: 'type' }, { column: 'fingerprint' }, { column: 'created_at' }, { column: 'id' }])
     },
@@ -234,9 +245,10 @@ export function tokensRepository(knex: Knex, now: Clock) {
       const rows = await live(trx).where({ tenant_id: tenantId, id }).delete().returning(['id'])
       return rows.length > 0
     },
-    async deleteExpired(now: Date): Promise<number> {
-      const rows = await knex('tokens').where('expires_at', '<=', now).delete().returning(['id'])
-      return rows.length
+    async deleteExpired(now: Date, batch = EXPIRED_BATCH): Promise<number> {
+      let deleted = 0
+      for await (const rows of deleteExpiredRows(knex, 'tokens', ['tenant_id', 'id'], (q) => q.where('expires_at', '<=', now), ['id'], batch)) deleted += rows.length
+      return deleted
     },
     /**
      * A batch of rows still wrapped under a key other than `keyId`, in (tenant_id, id) order after

@@ -111,6 +111,17 @@ t.test('every rate scope has its variable and default, and scope maps list each 
   for (const scope of rateScopes) t.throws(() => loadConfig({ [`SVC_RATE_LIMIT_${scope.toUpperCase()}`]: '0/1' }), new RegExp(`SVC_RATE_LIMIT_${scope.toUpperCase()}`))
 })
 
+t.test('a rate is bounded: at most 1,000,000,000 requests per at most 86,400 seconds', async (t) => {
+  for (const scope of rateScopes) {
+    const name = `SVC_RATE_LIMIT_${scope.toUpperCase()}`
+    t.same(loadConfig({ [name]: '1000000000/86400' }).rateLimit.scopes[scope], { limit: 1_000_000_000, windowSeconds: 86_400 }, 'the bounds themselves')
+    for (const value of ['5/86401', '1000000001/1', '5/' + '9'.repeat(400), '9'.repeat(400) + '/5']) {
+      const err = t.throws(() => loadConfig({ [name]: value }), `${name}=${value.slice(0, 20)}`) as ConfigError
+      t.match(err.problems, [`${name} must have a count of at most 1000000000 and a window of at most 86400 seconds`])
+    }
+  }
+})
+
 t.test('a blank value is unset (its default), never a 0', async (t) => {
   for (const blank of ['', ' ', '\t', ' \n ']) {
     const c = loadConfig({ PORT: blank, SVC_SHUTDOWN_GRACE_MS: blank, SVC_RATE_LIMIT_LEASE_PERCENT: blank, SVC_REACTOR_HOT_CONCURRENCY: blank, HOST: blank, SVC_MASTER_KEY: blank, SVC_LOG_LEVEL: blank })
