@@ -34,7 +34,8 @@ export function sessionsService(deps: { store: Store; hasher: ApiKeyHasher; auth
       const sessionKey = newApiKey('session')
       const nonce = generateApiKey('nonce_')
       const now = new Date(clock())
-      const expiresAt = new Date(now.getTime() + SESSION_LIFETIME_MS)
+      // A session ends with its creator (see sessionLookup): answered as it will be.
+      const expiresAt = earliest(new Date(now.getTime() + SESSION_LIFETIME_MS), caller.expiresAt)
       const id = randomUUID()
       await store.sessions.insert({
         id,
@@ -65,11 +66,16 @@ export function sessionsService(deps: { store: Store; hasher: ApiKeyHasher; auth
       const lifetime = expiresAt.getTime() - now.getTime()
       if (lifetime <= 0 || lifetime > MAX_LIFETIME_MS) (errors.expires_at ??= []).push('must be in the future and within 24 hours')
       if (Object.keys(errors).length) throw new ValidationError(errors)
+      // Nothing is judged for a nonce that names no session: the grant check is the costly part.
+      const nonceHash = hasher.hash(grant.nonce)
+      const pending = await store.sessions.findPending(caller.tenantId, nonceHash, now)
+      if (!pending) throw noPendingSession()
       // An authorizer can hand on only what it holds itself: containers, conditions and transforms included.
       authorizeGrant(caller, { permissions, rules }, { what: 'The session grant' })
-      // A session ends with its authorizer (see sessionLookup): stored and answered as it will be.
-      const ends = caller.expiresAt !== null && caller.expiresAt < expiresAt ? caller.expiresAt : expiresAt
-      const session = await store.sessions.authorize(caller.tenantId, hasher.hash(grant.nonce), {
+      // A session ends with its creator and its authorizer (see sessionLookup): stored and answered as it will be.
+      const creator = await store.applications.findById(caller.tenantId, pending.created_by)
+      const ends = earliest(earliest(expiresAt, caller.expiresAt), creator?.expires_at ?? null)
+      const session = await store.sessions.authorize(caller.tenantId, nonceHash, {
         permissions,
         rules,
         authorized_by: caller.id,
@@ -77,7 +83,7 @@ export function sessionsService(deps: { store: Store; hasher: ApiKeyHasher; auth
         authorized_at: now,
         expires_at: ends,
       })
-      if (!session) throw new AppError('not_found', { detail: 'No session awaits authorization with this nonce.' })
+      if (!session) throw noPendingSession()
       // The session key may already be cached with no grants.
       await authenticator.invalidateKey(session.key_hash)
       return { id: session.id, expires_at: ends }
@@ -92,6 +98,14 @@ export function sessionsService(deps: { store: Store; hasher: ApiKeyHasher; auth
 }
 
 export type SessionsService = ReturnType<typeof sessionsService>
+
+function noPendingSession(): AppError {
+  return new AppError('not_found', { detail: 'No session awaits authorization with this nonce.' })
+}
+
+function earliest(a: Date, b: Date | null): Date {
+  return b !== null && b < a ? b : a
+}
 
 /**
  * A session key as a principal, tied to the Applications behind it: it stops when either is

@@ -35,6 +35,10 @@ export function sessionsRepository(knex: Knex) {
       return knex<SessionRecord>('sessions').where({ key_hash: keyHash }).first()
     },
     /** Grants a not-yet-authorized, unexpired session of `tenantId`; returns it, or undefined. */
+    /** The session awaiting authorization with this nonce, unexpired at `at`. */
+    async findPending(tenantId: string, nonceHash: string, at: Date): Promise<SessionRecord | undefined> {
+      return knex<SessionRecord>('sessions').where({ tenant_id: tenantId, nonce_hash: nonceHash }).whereNull('authorized_at').where('expires_at', '>', at).first()
+    },
     async authorize(
       tenantId: string,
       nonceHash: string,
