@@ -1,4 +1,4 @@
-import { answerTransform, authorizeContainers, authorizeMove, authorizeToken, authorizeViewChange, equalityScopes } from '../auth/policies.js'
+import { answerTransform, authorizeContainers, authorizeMove, authorizeToken, authorizeViewChange, equalityScopes, tokenDecision } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import { AppError } from '../errors/index.js'
 import { isUniqueViolation, type Store, type StoreTransaction, type TokenRecord } from '../store/index.js'
@@ -19,6 +19,8 @@ export interface TokenView {
   transform: Transform
   /** A create that found this token by deduplication: nothing was stored. */
   existing?: true
+  /** An update by a key that may not read the token: the answer names it and nothing more. */
+  unreadable?: true
 }
 
 export interface CreateTokenInput extends TokenFields {
@@ -163,8 +165,10 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache, o
       // metadata or data) apply one after another instead of each overwriting the others.
       const { next, data } = await store.transaction((trx) => patchLocked(principal, id, patch, trx))
       await cache.invalidate(principal.tenantId, id)
-      // The answer shows no more than the caller could read: a write-only key sent data, it does not get the merged data back.
-      return view(next, answerTransform(principal, 'token:update', next), data)
+      // The answer shows no more than the caller could read: a write-only key sent data, it does
+      // not get the merged data back, nor the metadata and settings the token already had.
+      const answer = view(next, answerTransform(principal, 'token:update', next), data)
+      return tokenDecision(principal, 'token:read', next) === undefined ? { ...answer, unreadable: true } : answer
     },
 
     async deleteToken(principal: Principal, id: string): Promise<void> {

@@ -1,6 +1,6 @@
 import { showsFingerprint } from '../../auth/policies.js'
 import type { TokenView } from '../../vault/token-service.js'
-import type { TokenResponse } from '../schemas/tokens.js'
+import type { TokenResponse, UpdatedTokenName } from '../schemas/tokens.js'
 import { compact, iso } from './common.js'
 
 /**
@@ -25,4 +25,11 @@ export function presentToken({ record, data, transform }: TokenView): TokenRespo
     modified_by: record.modified_by ?? undefined,
     modified_at: iso(record.modified_at),
   })
+}
+
+/** A PATCH answer: the token as above, or only its name for a key that may update but not read it. */
+export function presentUpdatedToken(view: TokenView): TokenResponse | UpdatedTokenName {
+  if (!view.unreadable) return presentToken(view)
+  const { record } = view
+  return compact({ id: record.id, tenant_id: record.tenant_id, type: record.type as TokenResponse['type'], modified_at: iso(record.modified_at) })
 }

@@ -6,7 +6,7 @@ import { tokenEvent } from '../audit-context.js'
 import { answerJson } from '../json-answer.js'
 import { currentPrincipal, requirePermission } from '../middleware/authenticate.js'
 import { presentPage } from '../presenters/common.js'
-import { presentToken } from '../presenters/tokens.js'
+import { presentToken, presentUpdatedToken } from '../presenters/tokens.js'
 import { CreateTokenBody, ListTokensQuery, SearchTokensBody, UpdateTokenBody } from '../schemas/tokens.js'
 import { validator } from '../schemas/validate.js'
 import type { BodyParsers } from './body-parsers.js'
@@ -51,7 +51,7 @@ export function tokenRoutes(router: AppRouter, vault: TokenizeDeps, audit: Audit
   router.patch('/tokens/:id', requirePermission('token:update'), body.mergePatch, async (ctx) => {
     const view = await tokens.updateToken(currentPrincipal(ctx.state), ctx.params.id!, parseUpdate(ctx.state.body))
     await audit.record([tokenEvent(ctx, 'token.update', [view.record.id], 200, [view])])
-    ctx.body = presentToken(view)
+    ctx.body = presentUpdatedToken(view)
   })
 
   router.delete('/tokens/:id', requirePermission('token:delete'), async (ctx) => {

@@ -121,6 +121,10 @@ export const TokenResponse = Type.Object({
 })
 export type TokenResponse = Static<typeof TokenResponse>
 
+/** What an update answers a key that may update the token but not read it: its name, no metadata or settings it already had. */
+export const UpdatedTokenName = Type.Object({ id: Type.String(), tenant_id: Uuid, type: TokenTypeSchema, modified_at: Type.Optional(DateTime) })
+export type UpdatedTokenName = Static<typeof UpdatedTokenName>
+
 export const TokenList = paginated(TokenResponse)
 
 export const TokenCursorList = Type.Object({
