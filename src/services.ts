@@ -137,12 +137,9 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
   }, config.audit.maintenanceSeconds * 1000)
   auditMaintenance.unref()
 
-  // Answers are replayed for 24 h. A claim's lease outlasts the longest a request can run (a
-  // Reactor call under its time-out, with a minute for its database and audit writes; the server's
-  // 120 s request time-out bounds only the reading of a request): no request still runs when it
-  // ends, so a retry may then take over a claim whose process died, and never a live one.
-  const leaseSeconds = Math.max(120, Math.ceil(config.reactors.timeoutMs / 1000) + 60)
-  const idempotency = idempotencyService(store, { ttlSeconds: 86_400, leaseSeconds, secret: secrets.keyHashSecret })
+  // Answers are replayed for 24 h. A running request renews its claim every 40 s, so a retry
+  // takes over a claim only 120 s after its process stopped (died), never a live one.
+  const idempotency = idempotencyService(store, { ttlSeconds: 86_400, leaseSeconds: 120, secret: secrets.keyHashSecret })
 
   // Expired Applications, sessions, tokens and idempotency keys already fail (or are taken over)
   // at once; the sweep only reclaims rows, in batches. One working through a backlog may outlast

@@ -17,7 +17,7 @@ export type IdempotencyStart =
 export interface IdempotencyOptions {
   /** How long an answer is replayed. */
   ttlSeconds: number
-  /** How long a claim holds while its request runs; after that a retry may take it over. */
+  /** How long a claim holds unless renewed (a third of it apart while its request runs); after that a retry may take it over. */
   leaseSeconds: number
   /** SVC_KEY_HASH_SECRET: request fingerprints are keyed with a key derived from it. */
   secret: string
@@ -46,10 +46,14 @@ export function idempotencyService(store: Store, options: IdempotencyOptions) {
     for (let round = 0; round < 2; round++) {
       const owner = randomUUID()
       if (await repo.claim({ tenantId, key, fingerprint, owner, leaseSeconds: options.leaseSeconds, ttlSeconds: options.ttlSeconds })) {
+        // The claim is renewed while its request runs, however long (a database that answers
+        // slowly, a long Reactor call): its lease ends only when its process stopped renewing it.
+        const renewal = setInterval(() => void repo.renew(tenantId, key, owner, options.leaseSeconds).catch(() => undefined), (options.leaseSeconds * 1000) / 3)
+        renewal.unref()
         return {
           kind: 'run',
-          complete: (answer) => repo.complete(tenantId, key, owner, answer),
-          release: () => repo.release(tenantId, key, owner),
+          complete: (answer) => (clearInterval(renewal), repo.complete(tenantId, key, owner, answer)),
+          release: () => (clearInterval(renewal), repo.release(tenantId, key, owner)),
         }
       }
       const found = await repo.find(tenantId, key)

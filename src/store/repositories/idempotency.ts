@@ -65,6 +65,10 @@ export function idempotencyRepository(knex: Knex) {
     async complete(tenantId: string, key: string, owner: string, answer: { status: number; body: string | null; withheld: boolean }): Promise<void> {
       await knex('idempotency_keys').where({ tenant_id: tenantId, key, owner }).update(answer)
     },
+    /** Extends the lease of a claim whose request still runs; false when `owner` no longer holds it. */
+    async renew(tenantId: string, key: string, owner: string, leaseSeconds: number): Promise<boolean> {
+      return (await knex('idempotency_keys').where({ tenant_id: tenantId, key, owner }).whereNull('status').update({ lease_until: inSeconds(leaseSeconds) }).returning(['owner'])).length > 0
+    },
     /** Gives the key up (the first request failed): the next request with it runs afresh. */
     async release(tenantId: string, key: string, owner: string): Promise<void> {
       await knex('idempotency_keys').where({ tenant_id: tenantId, key, owner }).whereNull('status').delete()
