@@ -34,6 +34,9 @@ import { createInvalidationBus, type InvalidationBus } from './cache/invalidatio
 import { createMetrics, type Metrics } from './metrics/metrics.js'
 import { instrumentForwarder, instrumentLimiter, instrumentTokens } from './metrics/instrument.js'
 
+/** How long after expiry the sweep leaves a row: the largest forward jump of a process's clock it survives. */
+const SWEEP_GRACE_MS = 10 * 60 * 1000
+
 /** Everything a running Tessera holds open; `buildApp` wires HTTP onto it, `close` releases it. */
 export interface Services {
   config: Config
@@ -142,13 +145,16 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
   const idempotency = idempotencyService(store, { ttlSeconds: 86_400, leaseSeconds: 120, secret: secrets.keyHashSecret })
 
   // Expired Applications, sessions, tokens and idempotency keys already fail (or are taken over)
-  // at once; the sweep only reclaims rows, in batches. One working through a backlog may outlast
-  // the interval: the next tick then skips instead of racing it for the same rows.
+  // at once; the sweep only reclaims rows, in batches, and only those expired ten minutes ago: a
+  // process whose clock jumps ahead for a while must not delete for good what is still alive.
+  // One working through a backlog may outlast the interval: the next tick then skips instead of
+  // racing it for the same rows.
   let sweeping = false
   const sweep = setInterval(() => {
     if (sweeping) return
     sweeping = true
-    Promise.all([applications.sweepExpired(), sessions.sweepExpired(), store.tokens.deleteExpired(new Date(clock())), idempotency.pruneExpired()])
+    const before = new Date(clock() - SWEEP_GRACE_MS)
+    Promise.all([applications.sweepExpired(before), sessions.sweepExpired(before), store.tokens.deleteExpired(before), idempotency.pruneExpired()])
       .catch((err: unknown) => logger.error({ err: describeError(err) }, 'expiry sweep failed'))
       .finally(() => (sweeping = false))
   }, config.expirySweepSeconds * 1000)

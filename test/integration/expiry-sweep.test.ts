@@ -74,3 +74,20 @@ t.test('the sweep deletes expired rows in batches and leaves live ones', async (
   }
   for (const { id } of tokenized.body.slice(EXPIRED) as { id: string }[]) t.equal((await app.request('GET', `/tokens/${id}`, { key })).status, 200, 'a live token is still there')
 })
+
+t.test('the sweep leaves what expired less than ten minutes ago: a clock that jumps ahead for a while deletes nothing alive', async (t) => {
+  const clock = testClock()
+  const app = await startTestApp(t, { SVC_EXPIRY_SWEEP_SECONDS: '1' }, { clock })
+  const key = await appKey(app, { type: 'private', permissions: ['token:create', 'token:read'] })
+  const created = await app.request('POST', '/tokens', { key, body: { type: 'token', data: 'x', expires_at: new Date(clock() + 60_000).toISOString() } })
+  t.equal(created.status, 201)
+  const stored = () => app.services.store.db.knex('tokens').where({ id: created.body.id }).first()
+  clock.advance(5 * 60_000)
+  await new Promise((resolve) => setTimeout(resolve, 2_500))
+  t.ok(await stored(), 'five minutes ahead: the row is kept (reads already refuse it)')
+  clock.advance(-5 * 60_000)
+  t.equal((await app.request('GET', `/tokens/${created.body.id}`, { key })).status, 200, 'and once the clock is back the token is there')
+  clock.advance(11 * 60_000)
+  await new Promise((resolve) => setTimeout(resolve, 2_500))
+  t.notOk(await stored(), 'ten minutes past its expiry it is reclaimed')
+})
