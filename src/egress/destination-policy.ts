@@ -15,8 +15,8 @@ export interface DestinationPolicy {
  */
 export class DestinationRefusedError extends Error {
   readonly code = 'ERR_DESTINATION_REFUSED'
-  constructor(message: string) {
-    super(message)
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options)
     this.name = 'DestinationRefusedError'
   }
 }
@@ -24,6 +24,9 @@ export class DestinationRefusedError extends Error {
 // Only globally routable unicast is allowed; ipaddr.js names every special range, so an allowlist
 // of 'unicast' refuses loopback, private, link-local, CGNAT, multicast, reserved, ULA, teredo...
 const GLOBAL_UNICAST_V6 = ipaddr.IPv6.parseCIDR('2000::/3')
+// RFC 8215's local-use NAT64 prefix, which ipaddr.js files under 'rfc6052' with the well-known
+// 64:ff9b::/96: never globally routable, and it embeds its IPv4 in another layout than the /96.
+const LOCAL_USE_NAT64 = ipaddr.IPv6.parseCIDR('64:ff9b:1::/48')
 // Forms that carry an IPv4 address inside an IPv6 one; the embedded address decides.
 const EMBEDDING_V4 = new Set(['ipv4Mapped', 'rfc6145', 'rfc6052', '6to4'])
 
@@ -36,6 +39,7 @@ export function isPublicAddress(ip: string): boolean {
     return false
   }
   if (addr instanceof ipaddr.IPv4) return addr.range() === 'unicast'
+  if (addr.match(LOCAL_USE_NAT64)) return false
   const range = addr.range()
   if (EMBEDDING_V4.has(range)) return isPublicAddress(embeddedV4(addr, range))
   // ::a.b.c.d (IPv4-compatible, deprecated) is 'unicast' to ipaddr.js but lies outside 2000::/3.
@@ -44,7 +48,8 @@ export function isPublicAddress(ip: string): boolean {
 
 function embeddedV4(v6: ipaddr.IPv6, range: string): string {
   const b = v6.toByteArray()
-  // 6to4 (2002:AABB:CCDD::/48) keeps the IPv4 in bytes 2..5; the others in the last 4 bytes.
+  // 6to4 (2002:AABB:CCDD::/48) keeps the IPv4 in bytes 2..5; the others (64:ff9b::/96 is the only
+  // 'rfc6052' left by now) in the last 4 bytes.
   const at = range === '6to4' ? 2 : 12
   return `${b[at]}.${b[at + 1]}.${b[at + 2]}.${b[at + 3]}`
 }
@@ -64,13 +69,11 @@ export function assertPublicLiteral(hostname: string): void {
  */
 export const policyLookup: LookupFunction = (hostname, options, callback) => {
   dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
-    if (err) return callback(err, '', 0)
-    const refused = addresses.find((a) => !isPublicAddress(a.address))
-    const first = addresses[0]
-    if (refused !== undefined || first === undefined) {
-      // The address is not named: callers must not learn how internal names resolve.
-      const why = refused ? 'resolves to an address that is not public' : 'has no address'
-      return callback(new DestinationRefusedError(`The host ${hostname} ${why}.`), '', 0)
+    const first = err ? undefined : addresses[0]
+    if (first === undefined || addresses.some((a) => !isPublicAddress(a.address))) {
+      // One answer whether the name did not resolve or resolved to a non-public address: callers
+      // must not learn which internal names exist, nor how they resolve (the cause is only logged).
+      return callback(new DestinationRefusedError(`The host ${hostname} cannot be used as a destination.`, err ? { cause: err } : undefined), '', 0)
     }
     if (options.all) return callback(null, addresses)
     callback(null, first.address, first.family)

@@ -3,18 +3,21 @@
  * path byte for byte, so it must refuse every spelling a destination (or a server in front of
  * it) might resolve as `..`:
  * - `..` as a whole segment, in any mix of literal dots and `%2e`;
- * - `.`/`..` followed by path parameters or a NUL (`..;x`, `..%3b`, `..%00`): Tomcat and Spring
- *   drop the parameters and resolve the dots;
+ * - `.`/`..` followed by path parameters (`..;x`, `..%3b`): Tomcat and Spring drop the
+ *   parameters and resolve the dots;
  * - `..` followed by dots or spaces (`.. `, `...`): Windows servers strip those;
+ * - a control character anywhere (`..%09`, `.%0a.`, `..%00`): WHATWG URL parsing strips tab, CR
+ *   and LF, C strings end at NUL, and servers trim the others;
  * - each of these behind `%2f`/`%5c` separators, double or triple percent-encoded (`%252e`),
- *   as overlong UTF-8 (`%c0%ae`), `%u002e`, or fullwidth / division-slash look-alikes that
- *   servers fold to `.` and `/`;
+ *   as IIS `%u002e`, or as characters that Unicode compatibility normalization (NFKC) folds into
+ *   `.`, `/`, `\`, `;` or `%` (`‥`, U+FF0E, U+FF3C...), which servers that normalize resolve;
+ * - overlong UTF-8 (`%c0%ae`), which no valid path contains and lenient decoders read as ASCII;
  * - an empty segment (`//`), which some servers collapse and others treat as the root.
  */
 export function hasTraversal(rawPath: string): boolean {
-  let path = rawPath
+  let path = fold(rawPath)
   for (let round = 0; round <= DECODE_ROUNDS; round++) {
-    if (hasDotSegment(path)) return true
+    if (CONTROL.test(path) || OVERLONG.test(path) || hasDotSegment(path)) return true
     if (!path.includes('%')) return false
     const decoded = decodeRound(path)
     if (decoded === path) return false
@@ -29,6 +32,11 @@ const DECODE_ROUNDS = 3
 const SEPARATOR = /[/\\]/
 const PARENT = /^\.\.[. ]*$/
 const DOTS = /^\.+[. ]*$/
+// C0 controls, DEL and C1 controls (NEL, U+0085, is a line end to some).
+const CONTROL = /\p{Cc}/u
+// Overlong UTF-8 of a character below U+0800 (2 and 3 bytes) or U+10000 (4 bytes). Only with a
+// continuation byte after `%c0`/`%c1`, which alone are Latin-1 letters.
+const OVERLONG = /%c[01]%[89ab]|%e0%[89]|%f0%8/i
 
 /** A `..` segment (or dots with parameters), or an empty segment between two separators. */
 function hasDotSegment(path: string): boolean {
@@ -36,33 +44,24 @@ function hasDotSegment(path: string): boolean {
   return segments.some((segment, i) => {
     if (segment === '') return i > 0 && i < segments.length - 1
     if (PARENT.test(segment)) return true
-    const end = segment.search(/[;\0]/)
+    const end = segment.indexOf(';')
     return end !== -1 && DOTS.test(segment.slice(0, end))
   })
 }
 
-// Spellings of `.`, `/` and `\` that are not `%2e`/`%2f`/`%5c`: overlong UTF-8, IIS `%u`, and
-// the fullwidth full stop / solidus and the division slash that Unicode normalization folds.
-const LOOK_ALIKES: Record<string, string> = {
-  '%c0%ae': '.',
-  '%e0%80%ae': '.',
-  '%u002e': '.',
-  '%ef%bc%8e': '.',
-  '%c0%af': '/',
-  '%e0%80%af': '/',
-  '%u002f': '/',
-  '%ef%bc%8f': '/',
-  '%e2%88%95': '/',
-  '%u2215': '/',
-  '%c1%9c': '\\',
-  '%u005c': '\\',
-}
-const LOOK_ALIKE = new RegExp(Object.keys(LOOK_ALIKES).join('|'), 'gi')
-// Only ASCII escapes are decoded: a multi-byte character cannot spell a separator or a dot.
-const ASCII_ESCAPE = /%([0-7][0-9a-f])/gi
+const IIS_ESCAPE = /%u([0-9a-f]{4})/gi
+const ESCAPES = /(?:%[0-9a-f]{2})+/gi
 
+/** One round of percent-decoding (bytes as UTF-8, invalid ones as U+FFFD), then folded. */
 function decodeRound(path: string): string {
-  return path
-    .replace(LOOK_ALIKE, (m) => LOOK_ALIKES[m.toLowerCase()] ?? m)
-    .replace(ASCII_ESCAPE, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)))
+  const decoded = path
+    .replace(IIS_ESCAPE, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)))
+    .replace(ESCAPES, (run) => Buffer.from(run.replaceAll('%', ''), 'hex').toString('utf8'))
+  return fold(decoded)
+}
+
+// NFKC folds U+FF0F and friends into `/`, but not the division slash, which Windows' best-fit
+// code pages turn into `/` all the same.
+function fold(path: string): string {
+  return path.normalize('NFKC').replaceAll('\u2215', '/')
 }

@@ -63,6 +63,29 @@ t.test('dot segments with path parameters are refused like other traversal', asy
   t.equal(stub.seen.at(-1)?.url, '/base/a;v=1/b')
 })
 
+t.test('look-alikes that Unicode normalization folds into dots or separators, and controls in a dot segment, are refused', async (t) => {
+  const app = await startProxyApp(t)
+  const stub = await startStub(t)
+  const forms = ['/proxy/v1/%e2%80%a5/admin', '/proxy/v1/%E2%80%A4%E2%80%A4/admin', '/proxy/v1/%ef%b9%92%ef%b9%92/admin',
+    '/proxy/v1%ef%bc%bc..%ef%bc%bcadmin', '/proxy/v1%ef%b9%a8..%ef%b9%a8admin', '/proxy/v1/..%09/admin', '/proxy/v1/.%0a./admin']
+  for (const path of forms) {
+    assertProxyError(t, await app.proxy(`${stub.origin}/base`, { path }), 400, path)
+  }
+  // A pre-configured proxy forwards its sub-path under its own destination the same way.
+  const owner = await app.request('POST', '/applications', { body: { name: 'owner', type: 'private', permissions: ['token:use'] } })
+  const proxy = await app.request('POST', '/proxies', {
+    body: { name: 'fold', destination_url: `${stub.origin}/base`, require_auth: false, application: { id: owner.body.id } },
+  })
+  t.equal(proxy.status, 201)
+  for (const path of forms) {
+    assertProxyError(t, await rawRequest(app.url, { path, headers: ['SVC-PROXY-KEY', proxy.body.key] }), 400, `pre-configured ${path}`)
+  }
+  t.equal(stub.seen.length, 0, 'nothing was forwarded')
+  const ok = await rawRequest(app.url, { path: '/proxy/v1/caf%C3%A9/%e2%80%a5x', headers: ['SVC-PROXY-KEY', proxy.body.key] })
+  t.equal(ok.status, 200, 'other non-ASCII paths still pass')
+  t.equal(stub.seen.at(-1)?.url, '/base/v1/caf%C3%A9/%e2%80%a5x', 'forwarded as sent')
+})
+
 t.test('every forwarded call ends within the destination time-out, however slowly the destination trickles', async (t) => {
   const TIMEOUT_MS = 1000
   // Room for scheduling on a loaded machine; what is asserted is "bounded", not "fast".

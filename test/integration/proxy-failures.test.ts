@@ -183,6 +183,33 @@ t.test('destination policy: every refused URL form is 400 and never reaches the 
   t.equal(stub.connections(), 0, 'no traversal reached the stub either')
 })
 
+t.test('a name that does not resolve and one that resolves privately get one answer: no DNS oracle', async (t) => {
+  const app = await startProxyApp(t, { SVC_PROXY_ALLOW_HTTP: 'false', SVC_PROXY_ALLOW_PRIVATE: 'false' })
+  const hosts = ['localhost', 'no-such-host.invalid']
+  const answers = []
+  for (const host of hosts) {
+    const res = await app.proxy(`https://${host}`)
+    assertProxyError(t, res, 400, host)
+    const { type, status, title, detail } = res.json.proxy_error
+    answers.push({ type, status, title, detail: String(detail).replace(host, '<host>') })
+  }
+  t.same(answers[0], answers[1], '/proxy: the same status, type and detail')
+  t.match(answers[0], { type: /destination-refused$/, detail: 'The host <host> cannot be used as a destination.' })
+
+  // Reactor (and transform) fetch goes through the same forwarder.
+  const caller = await appKey(app, { type: 'private', permissions: ['token:use'] })
+  const code = 'module.exports = async (req) => { try { await fetch(req.args.url); return { raw: "fetched" } } catch (e) { return { raw: String(e.message) } } }'
+  const reactor = await app.request('POST', '/reactors', { body: { name: 'dns', code } })
+  const fetched = []
+  for (const host of hosts) {
+    const res = await app.request('POST', `/reactors/${reactor.body.id}/react`, { key: caller, body: { args: { url: `https://${host}/x` } } })
+    t.equal(res.status, 200, host)
+    fetched.push(String(res.body.raw).replace(host, '<host>'))
+  }
+  t.equal(fetched[0], fetched[1], 'fetch: the same message')
+  t.notMatch(fetched[1], /ENOTFOUND|EAI_|not public/)
+})
+
 t.test('tenant setting ephemeral_proxy_enabled', async (t) => {
   const app = await startProxyApp(t)
   const stub = await startStub(t)

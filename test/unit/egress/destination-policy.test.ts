@@ -15,6 +15,9 @@ t.test('only public unicast addresses are public', async (t) => {
     '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:10.0.0.1', '::ffff:169.254.169.254', '::127.0.0.1', '::7f00:1',
     '::ffff:0:127.0.0.1', '64:ff9b::127.0.0.1', '64:ff9b::a00:1', '64:ff9b:1::a00:1', '2002:7f00:1::1', '2002:a00:1::',
     '2001::1', '2001:db8::1', '100::1',
+    // RFC 8215's local-use NAT64 prefix is never globally routable, whatever it embeds (127.0.0.1
+    // and 8.8.8.8 in the /48 layout, bits 48-63 and 72-87, then 8.8.8.8 in the last 4 bytes)
+    '64:ff9b:1:7f00:0:100:808:808', '64:ff9b:1:808:8:800:808:808', '64:ff9b:1::808:808',
     // spellings that are not canonical IP literals are never "public" either
     '127.1', '2130706433', '0x7f000001', 'not-an-ip', '',
   ]
@@ -25,8 +28,24 @@ t.test('policyLookup refuses a name that resolves to a private address', async (
   for (const all of [false, true]) {
     const err = await new Promise<unknown>((resolve) => policyLookup('localhost', { all }, (e) => resolve(e)))
     t.ok(err instanceof DestinationRefusedError, `all: ${all}`)
-    t.match((err as Error).message, /localhost resolves to an address that is not public/)
+    t.equal((err as Error).message, 'The host localhost cannot be used as a destination.')
     t.notMatch((err as Error).message, /127\.0\.0\.1/, 'the message does not say how the name resolved')
+  }
+})
+
+t.test('a name that does not resolve and one that resolves privately get one answer', async (t) => {
+  const forwarder = openForwarder(t, { allowPrivate: false, allowHttp: false })
+  const answer = async (host: string, headers: Record<string, string>) => {
+    const err = await forwarder.forward({ method: 'GET', destination: rawDestination(`https://${host}/`), headers }).then(() => undefined, (e: unknown) => e)
+    const { code, status, detail } = err as { code?: string, status?: number, detail?: string }
+    return { code, status, detail: detail?.replace(host, '<host>') }
+  }
+  for (const headers of [{}, { 'svc-proxy-connection': 'keep-alive' }] as Record<string, string>[]) {
+    const via = Object.keys(headers).length ? 'node:http' : 'undici'
+    const missing = await answer('no-such-host.invalid', headers)
+    t.same(missing, await answer('localhost', headers), `${via}: the same code, status and detail`)
+    t.match(missing, { code: 'destination_refused', status: 400 }, via)
+    t.notMatch(missing.detail, /ENOTFOUND|EAI_|not public|no address/, `${via}: no errno, no reason`)
   }
 })
 
