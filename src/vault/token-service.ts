@@ -1,6 +1,6 @@
 import { answerTransform, authorizeContainers, authorizeMove, authorizeToken, authorizeViewChange, equalityScopes, tokenDecision } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
-import { AppError } from '../errors/index.js'
+import { AppError, ValidationError } from '../errors/index.js'
 import { isUniqueViolation, type Store, type StoreTransaction, type TokenRecord } from '../store/index.js'
 import { dataAad, decryptData, openData, unwrapDataKey } from './crypto/index.js'
 import type { TokenCache, UsableToken } from './token-cache.js'
@@ -64,7 +64,10 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache, o
   async function patchLocked(principal: Principal, id: string, patch: TokenPatch, trx: StoreTransaction): Promise<{ next: TokenRecord; data: unknown }> {
     const current = await find(principal, id, trx)
     authorizeToken(principal, 'token:update', current)
-    authorizeViewChange(principal, current, changedViews(current, patch))
+    // A key that may not read the token must not learn its views either: whatever it sends for
+    // them counts as a change (no 200 for a right guess), and their render errors are not named.
+    const readable = tokenDecision(principal, 'token:read', current) !== undefined
+    authorizeViewChange(principal, current, changedViews(current, patch, readable))
     const data = patch.data === undefined ? decrypt(current) : mergePatch(decrypt(current), patch.data)
     const fields: TokenFields = {
       type: current.type as TokenTypeName,
@@ -77,7 +80,8 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache, o
       // Unchanged expiry is carried over below, not re-validated as "must be in the future".
       expires_at: patch.expires_at,
     }
-    const next = buildTokenRecord(principal.tenantId, fields, principal.id, crypto(), current)
+    const build = () => buildTokenRecord(principal.tenantId, fields, principal.id, crypto(), current)
+    const next = readable ? build() : blindly(build)
     if (patch.expires_at === undefined) next.expires_at = current.expires_at
     if (canonicalJson(next.containers) !== canonicalJson(current.containers)) authorizeMove(principal, current, next)
     authorizeToken(principal, 'token:update', next)
@@ -221,14 +225,23 @@ function shape(transform: Transform, record: Pick<TokenRecord, 'type' | 'mask'>,
   return applyTransform(transform, { data, mask })
 }
 
-/** The data-derived views a patch really changes (sent with a value other than the stored one). */
-function changedViews(current: TokenRecord, patch: TokenPatch): string[] {
-  const views = [
-    ['mask', patch.mask, current.mask],
-    ['fingerprint_expression', patch.fingerprint_expression, current.fingerprint_expression],
-    ['search_indexes', patch.search_indexes, current.search_indexes],
-  ] as const
-  return views.filter(([, next, now]) => next !== undefined && canonicalJson(next) !== canonicalJson(now)).map(([field]) => field)
+const VIEWS = ['mask', 'fingerprint_expression', 'search_indexes'] as const
+
+/** The data-derived views a patch changes: sent with a value other than the stored one, or sent at all by a key that may not read them. */
+function changedViews(current: TokenRecord, patch: TokenPatch, readable: boolean): string[] {
+  return VIEWS.filter((field) => patch[field] !== undefined && (!readable || canonicalJson(patch[field]) !== canonicalJson(current[field])))
+}
+
+/** An update by a key that may not read the token: a stored view its data does not render under is not named (which index, which filter, where). */
+function blindly<T>(build: () => T): T {
+  try {
+    return build()
+  } catch (err) {
+    if (err instanceof ValidationError && Object.keys(err.errors ?? {}).some((field) => VIEWS.some((view) => field.startsWith(view)))) {
+      throw ValidationError.field('data', "does not render under the token's stored expressions")
+    }
+    throw err
+  }
 }
 
 function renderTooLarge(limit: number): AppError {

@@ -48,10 +48,12 @@ function shownProblem(shown: Shown, limits: MaskLimits, typeName: string): strin
  */
 export function testsBeyondMask(type: { name: string; maskLimits: MaskLimits; defaultFingerprintExpression: string }, template: string): boolean {
   const hiddenByDefault = [...expressionsIn(type.defaultFingerprintExpression)].map(shownBy).filter((shown) => shownProblem(shown, type.maskLimits, type.name) !== undefined)
-  const testedAnyway = hiddenByDefault.length === 1 && hiddenByDefault[0]!.window === 'all' ? hiddenByDefault[0]!.path.join('.') : undefined
+  const testedAnyway = hiddenByDefault.length === 1 && hiddenByDefault[0]!.window === 'all' ? hiddenByDefault[0]!.path : undefined
+  // Compared segment by segment: `json: '$[""]'` (the key "") must not pass for `data` itself.
+  const isTestedAnyway = (path: readonly string[]) => testedAnyway !== undefined && path.length === testedAnyway.length && path.every((segment, i) => segment === testedAnyway[i])
   for (const expression of expressionsIn(template)) {
     const shown = shownBy(expression)
-    if (shown.window === 'all' && shown.path.join('.') === testedAnyway) continue
+    if (shown.window === 'all' && isTestedAnyway(shown.path)) continue
     if (shownProblem(shown, type.maskLimits, type.name) !== undefined) return true
   }
   return false

@@ -88,6 +88,8 @@ t.test('testsBeyondMask: an equality test tells a mask reader nothing beyond the
     ['token', '{{ data.name }}'],
     ['token', '{{ data | json: "$.secret" }}'],
     ['token', '{{ data | slice: 0, 2 }}'],
+    ['token', `{{ data | json: '$[""]' }}`],
+    ['card', `{{ data | json: '$["number"][""]' }}`],
   ]
   for (const [type, template] of outside) t.equal(beyond(type, template), true, `${type} ${template}`)
 })
