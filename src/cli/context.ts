@@ -28,9 +28,12 @@ export function cliConfig(context: CliContext): Config {
   }
 }
 
-/** Opens the configured database (migrating it, as the server does), runs `fn`, closes it. */
+/**
+ * Opens the configured database, runs `fn`, closes it. Never migrates nor creates one: a mistyped
+ * SVC_DATA_DIR or DATABASE_URL is refused, not answered with a new, empty database.
+ */
 export async function withStore<T>(config: Config, fn: (store: Store) => Promise<T>): Promise<T> {
-  const store = await openStore(config)
+  const store = await openStore(config, { migrate: false })
   try {
     return await fn(store)
   } finally {

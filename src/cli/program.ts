@@ -1,7 +1,7 @@
 import { readdirSync } from 'node:fs'
 import { Command, CommanderError } from 'commander'
 import { packageVersion } from '../version.js'
-import { CliError, EXIT_FAILED, EXIT_USAGE } from './cli-error.js'
+import { CliError, EXIT_FAILED, EXIT_USAGE, failureMessage } from './cli-error.js'
 import type { CliCommand, CliContext } from './context.js'
 
 /**
@@ -26,7 +26,7 @@ export async function runCli(argv: string[], context: CliContext): Promise<numbe
       context.note(`tessera: ${err.message}`)
       return err.exitCode
     }
-    context.note(`tessera: ${err instanceof Error ? err.message : String(err)}`)
+    context.note(`tessera: ${failureMessage(err)}`)
     return EXIT_FAILED
   }
 }

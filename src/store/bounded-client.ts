@@ -38,7 +38,8 @@ function bounded(Base: ClientClass, disposable: boolean): ClientClass {
       try {
         return await super.acquireConnection()
       } catch (err) {
-        // Whatever kept us from a connection (time-out, refused, reset while connecting), nothing was sent.
+        // Whatever kept us from a connection (time-out, refused, reset while connecting, a login
+        // turned down), nothing was sent: the server answers 503; the CLI names a refusal (`refusedConnection`).
         countUnavailable(this, 'acquire')
         throw unavailableError(err, false)
       }
@@ -59,6 +60,23 @@ function bounded(Base: ClientClass, disposable: boolean): ClientClass {
 }
 
 export const BoundedPg = bounded(ClientPg, true)
+
+/** The SQLSTATE a Postgres (or PGlite) error carries: five digits and capitals, never a Node code (EPIPE). */
+export function sqlState(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && /[0-9]/.test(code) ? code : undefined
+}
+
+/**
+ * A connection the server turned down with a SQLSTATE no retry changes (3D000 no such database,
+ * class 28 authentication): a configuration error, said as it is, not "retry later". pg's
+ * message names the database or the user, never the password.
+ */
+export function refusedConnection(err: unknown): Error | undefined {
+  const code = sqlState(err)
+  if (code === undefined || classifyFailure(err) !== undefined) return undefined
+  return new Error(`the database refused the connection: ${(err as Error).message} (SQLSTATE ${code}); check DATABASE_URL`, { cause: err })
+}
 
 /** PGlite boots (WASM) on its first connection: a local start-up, not a database that does not answer. */
 export class BoundedPgLite extends bounded(ClientPgLite, false) {

@@ -43,3 +43,11 @@ export async function processStorage(
   url.searchParams.set('options', `-c search_path=${schema}`)
   return { ...base, DATABASE_URL: url.toString() }
 }
+
+/** `processStorage` with the schema in place, as a server's first start or `tessera migrate` leaves it: the other commands refuse a database that is not there. */
+export async function migratedStorage(t: { teardown(fn: () => unknown): void }, prefix: string): Promise<Record<string, string>> {
+  const env = await processStorage(t, prefix)
+  const migrated = await cli(env, 'migrate')
+  if (migrated.code !== 0) throw new Error(`tessera migrate failed: ${migrated.err}`)
+  return env
+}

@@ -13,7 +13,7 @@ import { openServices } from '../../src/services.js'
 import type { Store } from '../../src/store/index.js'
 import { tenantsService } from '../../src/tenants/service.js'
 import { auditRows } from '../helpers/audit.js'
-import { cli, masterKey, processStorage } from '../helpers/cli.js'
+import { cli, masterKey, migratedStorage, processStorage } from '../helpers/cli.js'
 import { card } from '../helpers/tokens.js'
 
 // The operator CLI on a real database (PGlite, or Postgres with DATABASE_URL).
@@ -41,7 +41,7 @@ t.test('migrate: lists, applies, then reports up to date', async (t) => {
 })
 
 t.test('tenant create prints a management key a server accepts', async (t) => {
-  const env = { ...(await processStorage(t, 'cli')), SVC_MASTER_KEY: masterKey('k1') }
+  const env = { ...(await migratedStorage(t, 'cli')), SVC_MASTER_KEY: masterKey('k1') }
   const res = await cli(env, 'tenant', 'create', 'acme', '--json')
   t.equal(res.code, 0, res.err)
   const created = JSON.parse(res.out)
@@ -57,7 +57,7 @@ t.test('tenant create prints a management key a server accepts', async (t) => {
 })
 
 t.test('tenant create records tenant.create and its Application\'s application.create before it prints the key', async (t) => {
-  const env = { ...(await processStorage(t, 'cli')), SVC_MASTER_KEY: masterKey('k1') }
+  const env = { ...(await migratedStorage(t, 'cli')), SVC_MASTER_KEY: masterKey('k1') }
   const res = await cli(env, 'tenant', 'create', 'acme', '--json')
   t.equal(res.code, 0, res.err)
   const created = JSON.parse(res.out)
@@ -74,7 +74,7 @@ t.test('tenant create records tenant.create and its Application\'s application.c
 })
 
 t.test('tenant create whose entries cannot be written fails, never prints the key and leaves no tenant, so a retry works', async (t) => {
-  const env = { ...(await processStorage(t, 'cli')), SVC_MASTER_KEY: masterKey('k1') }
+  const env = { ...(await migratedStorage(t, 'cli')), SVC_MASTER_KEY: masterKey('k1') }
   await auditTable(env, 'audit_events', 'audit_events_away')
   const res = await cli(env, 'tenant', 'create', 'acme', '--json')
   await auditTable(env, 'audit_events_away', 'audit_events')
@@ -164,7 +164,7 @@ t.test('a first start killed while its entries wait leaves no tenant (they commi
 })
 
 t.test('a bootstrap whose record is refused leaves no tenant default and logs nothing about its key', async (t) => {
-  const env = { ...(await processStorage(t, 'cli')), SVC_MASTER_KEY: masterKey('k1') }
+  const env = { ...(await migratedStorage(t, 'cli')), SVC_MASTER_KEY: masterKey('k1') }
   const config = testConfig(env)
   const lines: string[] = []
   const logger = createLogger({ ...config, logLevel: 'info' }, { write: (line: string) => void lines.push(line) })
@@ -242,7 +242,7 @@ t.test('master-key rewrap: a wrong key under the id already primary fails, repor
 })
 
 t.test('the CLI never generates secrets: the environment, else secrets.json, else exit 2', async (t) => {
-  const { SVC_KEY_HASH_SECRET: _unset, ...env } = await processStorage(t, 'cli')
+  const { SVC_KEY_HASH_SECRET: _unset, ...env } = await migratedStorage(t, 'cli')
   const file = path.join(env.SVC_DATA_DIR!, 'secrets.json')
   const missing = await cli(env, 'tenant', 'create', 'acme')
   t.same([missing.code, missing.out], [2, ''])

@@ -1,7 +1,7 @@
 import { runAuditPrune } from '../../audit/prune-cli.js'
 import { runAuditVerify } from '../../audit/verify-cli.js'
 import type { ExpectedEntry } from '../../audit/verify.js'
-import { CliError, EXIT_FAILED, EXIT_USAGE } from '../cli-error.js'
+import { CliError, EXIT_FAILED, EXIT_USAGE, failureMessage } from '../cli-error.js'
 import { cliConfig, type CliCommand } from '../context.js'
 import { integerOption } from '../options.js'
 import { isUuid } from '../../shapes/ids.js'
@@ -23,7 +23,7 @@ export const command: CliCommand = {
         const config = cliConfig(context)
         // 1 means broken, so a verification that could not run (database, secrets) is 2.
         const code = await runAuditVerify({ tenantId: options.tenant, retentionDays: options.retentionDays, json: options.json, expect: options.expect }, context.out, config).catch((err: unknown) => {
-          throw new CliError(`audit verify could not run: ${err instanceof Error ? err.message : String(err)}`, EXIT_USAGE)
+          throw new CliError(`audit verify could not run: ${failureMessage(err)}`, EXIT_USAGE)
         })
         if (code !== 0) throw new CliError('the audit log failed verification', EXIT_FAILED)
       })

@@ -1,4 +1,4 @@
-import { migrationStatus, openDatabase, runMigrations } from '../../store/index.js'
+import { migrationStatus, runMigrations } from '../../store/index.js'
 import { cliConfig, type CliCommand } from '../context.js'
 
 export const command: CliCommand = {
@@ -6,22 +6,18 @@ export const command: CliCommand = {
     program
       .command('migrate')
       .description('bring the database schema up to date (the server also does this when it starts)')
-      .option('--list', 'list applied and pending migrations without running any')
+      .option('--list', 'list applied and pending migrations without running any (creates nothing)')
       .action(async (options: { list?: boolean }) => {
-        const db = await openDatabase(cliConfig(context), { migrate: false })
-        try {
-          if (options.list) {
-            const status = await migrationStatus(db)
-            for (const name of status.completed) context.out(`applied  ${name}`)
-            for (const name of status.pending) context.out(`pending  ${name}`)
-            return
-          }
-          const ran = await runMigrations(db)
-          for (const name of ran) context.out(`applied  ${name}`)
-          context.out(ran.length === 0 ? 'the schema is up to date' : `${ran.length} migration(s) applied`)
-        } finally {
-          await db.close()
+        const config = cliConfig(context)
+        if (options.list) {
+          const status = await migrationStatus(config)
+          for (const name of status.completed) context.out(`applied  ${name}`)
+          for (const name of status.pending) context.out(`pending  ${name}`)
+          return
         }
+        const ran = await runMigrations(config)
+        for (const name of ran) context.out(`applied  ${name}`)
+        context.out(ran.length === 0 ? 'the schema is up to date' : `${ran.length} migration(s) applied`)
       })
   },
 }
