@@ -40,8 +40,8 @@ export interface CodeDraft {
   /** The Application the code is to act as; none when absent or null. */
   application?: { id: string } | null | undefined
   /**
-   * A key acts as that Application too (a `require_auth: false` proxy's): like any key handed
-   * out, it may not outlive the caller's own (see authorizeLifetime).
+   * A key acts as that Application too (a `require_auth: false` proxy's). Like the code, it may
+   * not outlive the caller's own key (see authorizeLifetime).
    */
   keyActsAsApplication?: boolean
 }
@@ -113,9 +113,13 @@ export function createCodeHost(deps: { store: Store; runtime: CodeRuntime; codeM
       const app = draft.application ? await application(caller.tenantId, draft.application.id) : undefined
       if (draft.application && !app) (errors['application.id'] ??= []).push('no Application with this id')
       if (Object.keys(errors).length) throw new ValidationError(errors)
-      // Whoever writes the code wields its Application.
+      // Whoever writes the code wields its Application, and hands it on to whoever may call the
+      // code or holds the proxy key: not past the caller's own expiry (a Reactor left by an
+      // expired key revealed a /pci/ card to a /general/-only caller).
       if (app) authorizeBinding(caller, app)
-      if (app && draft.keyActsAsApplication) authorizeLifetime(caller, app.expires_at, { what: 'The proxy key', field: 'application.id' })
+      if (app && (draft.keyActsAsApplication || draft.pieces.length > 0)) {
+        authorizeLifetime(caller, app.expires_at, { what: draft.keyActsAsApplication ? 'The proxy key' : 'Code acting as this Application', field: 'application.id' })
+      }
       for (const piece of draft.pieces) await compile(piece)
     },
 

@@ -118,4 +118,17 @@ t.test('a key that expires hands out nothing that outlives it: no later Applicat
   t.equal(refused.status, 403, 'a require_auth false proxy key would act as an Application that outlives the key')
   t.match(refused.body, { errors: { 'application.id': [/no later than/] } })
   t.equal((await app.request('POST', '/proxies', { key: proxyManager.key, body: { ...open, require_auth: true } })).status, 201, 'a proxy that needs its callers\' keys hands out no access')
+
+  // Code acts as its Application for every caller: a Reactor left by an expired key revealed a /pci/ card to a /general/-only caller.
+  const transform = { code: 'module.exports = async (req) => req' }
+  const coded = await app.request('POST', '/proxies', { key: proxyManager.key, body: { ...open, name: 'coded', require_auth: true, request_transform: transform } })
+  t.equal(coded.status, 403, 'a proxy whose transform code would act as an Application that outlives the key')
+  t.match(coded.body, { errors: { 'application.id': [/no later than/] } })
+  const reactorManager = await application(app, { type: 'management', permissions: ['reactor:create'], rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:use'] }], expires_at: soon.toISOString() })
+  const reactor = { name: 'leftover', application: { id: user.id }, code: 'module.exports = async () => ({})' }
+  const leftover = await app.request('POST', '/reactors', { key: reactorManager.key, body: reactor })
+  t.equal(leftover.status, 403, 'a Reactor that would act as an Application that outlives the key')
+  t.match(leftover.body, { errors: { 'application.id': [/no later than/] } })
+  const briefUser = await application(app, { type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:use'] }], expires_at: soon.toISOString() })
+  t.equal((await app.request('POST', '/reactors', { key: reactorManager.key, body: { ...reactor, application: { id: briefUser.id } } })).status, 201, 'one that expires no later is fine')
 })
