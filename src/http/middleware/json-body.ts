@@ -75,9 +75,11 @@ export function parseStrictJson(raw: Buffer): unknown {
   try {
     value = sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' })
   } catch (err) {
-    // V8's messages quote the input, which may be sensitive: keep only the position.
+    // V8's messages quote the input, which may be sensitive: keep only the position. A forbidden
+    // key is a SyntaxError of secure-json-parse's own, whose message quotes nothing.
+    const forbidden = err instanceof SyntaxError && err.message === 'Object contains forbidden prototype property'
     const position = err instanceof SyntaxError ? /position (\d+)/.exec(err.message)?.[1] : undefined
-    const reason = err instanceof SyntaxError ? `syntax error${position ? ` at position ${position}` : ''}` : 'forbidden key __proto__ or constructor'
+    const reason = forbidden ? 'forbidden key __proto__ or constructor.prototype' : `syntax error${position ? ` at position ${position}` : ''}`
     throw new AppError('bad_request', { detail: `The body is not valid JSON (${reason}).`, cause: err })
   }
   // The text is scanned first (no allocation); the value decides, since of a repeated key only

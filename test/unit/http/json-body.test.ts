@@ -42,8 +42,7 @@ t.test('refusals keep their status, problem type and field names', async (t) => 
   t.same(outcome(Buffer.from([0x5b, 0xff, 0x5d])), { code: 'bad_request', status: 400, detail: 'The body is not valid UTF-8.', errors: undefined })
   t.same(outcome('[] x'), invalid('syntax error at position 3'))
   t.same(outcome('[1,'), invalid('syntax error'))
-  // secure-json-parse throws a SyntaxError here too, so it reads as one
-  t.same(outcome('{"__proto__":{"x":1}}'), invalid('syntax error'))
+  t.same(outcome('{"__proto__":{"x":1}}'), invalid('forbidden key __proto__ or constructor.prototype'))
   t.same(outcome(nested(65)), DEEP)
   t.same(outcome(`{"a":${nested(64)}}`), DEEP, 'objects count')
   t.same(outcome(nested(64)), { value: JSON.parse(nested(64)) }, '64 levels are allowed')
@@ -96,4 +95,11 @@ t.test('wide 5 MB bodies are accepted, and a problem at their end is still found
     errors: { [`[${zeros.length}]`]: [NUL] },
   })
   t.same(outcome(`${bodies.keys!.slice(0, -1)},"x":1e400}`), { code: 'validation', status: 400, detail: `x: ${NON_FINITE}`, errors: { x: [NON_FINITE] } })
+})
+
+t.test('a forbidden key is named as such, not as a syntax error', async (t) => {
+  for (const text of ['{"__proto__":{"type":"card"}}', '{"a":{"constructor":{"prototype":{}}}}']) {
+    t.match(outcome(text), { code: 'bad_request', detail: 'The body is not valid JSON (forbidden key __proto__ or constructor.prototype).' }, text)
+  }
+  t.match(outcome('{"a":'), { detail: /syntax error/ }, 'and a syntax error still as one')
 })
