@@ -15,6 +15,12 @@ export type { ListenerState } from './listener.js'
 
 export interface Database {
   readonly knex: Knex
+  /**
+   * A connection of its own for renewing idempotency claims: a renewal must run while the
+   * requests it covers fill the pool (waiting on a locked table, say), or their claims lapse and
+   * a retry runs them again. PGlite's one connection is `knex` itself.
+   */
+  readonly leases: Knex
   readonly kind: DatabaseKind
   /**
    * Subscribes to notifications from other processes (Postgres LISTEN); a no-op on PGlite,
@@ -252,7 +258,7 @@ async function migratePostgres(connection: AdminConnection, schema: string | und
 function openPostgres(config: Config, url: string, options: OpenDatabaseOptions): Database {
   const { statementTimeoutMs, acquireTimeoutMs, poolMax, listenerBackoffMaxMs } = config.database
   const unavailable: UnavailableCounts = { acquire: 0, query: 0 }
-  const knex = knexFactory({
+  const pooled = (max: number) => knexFactory({
     ...countsIn(unavailable),
     client: BoundedPg,
     connection: {
@@ -269,12 +275,15 @@ function openPostgres(config: Config, url: string, options: OpenDatabaseOptions)
     } as Knex.PgConnectionConfig,
     searchPath: options.schema ? [options.schema] : undefined,
     acquireConnectionTimeout: acquireTimeoutMs,
-    pool: { min: 0, max: poolMax },
+    pool: { min: 0, max },
     log: knexLog(options.logger),
   })
+  const knex = pooled(poolMax)
+  const leases = pooled(1)
   const listener = new Listener({ url, logger: options.logger, timeoutMs: acquireTimeoutMs, backoffMaxMs: listenerBackoffMaxMs })
   return {
     knex,
+    leases,
     kind: 'postgres',
     listen: (channel, onMessage) => listener.listen(channel, onMessage),
     async notify(channel, payload) {
@@ -287,7 +296,7 @@ function openPostgres(config: Config, url: string, options: OpenDatabaseOptions)
     stats: () => poolStats(knex, unavailable),
     async close() {
       await listener.close()
-      await knex.destroy()
+      await Promise.all([knex.destroy(), leases.destroy()])
     },
   }
 }
@@ -314,6 +323,7 @@ async function openPglite(config: Config, options: OpenDatabaseOptions, create: 
   const knex = knexFactory({ ...countsIn(unavailable), client: BoundedPgLite, dialect: 'postgres', connection, acquireConnectionTimeout: config.database.acquireTimeoutMs, log: knexLog(options.logger) })
   return {
     knex,
+    leases: knex,
     kind: 'pglite',
     async listen() {},
     async notify() {},

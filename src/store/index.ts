@@ -55,7 +55,7 @@ export async function openStore(config: Config, options: OpenStoreOptions = {}):
     sessions: sessionsRepository(db.knex),
     reactors: reactorsRepository(db.knex),
     proxies: proxiesRepository(db.knex),
-    idempotency: idempotencyRepository(db.knex),
+    idempotency: idempotencyRepository(db.knex, db.leases),
     audit: auditRepository(db.knex, db.kind),
     transaction: (fn) => db.knex.transaction(fn),
     confirmed(write, landed) {

@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto'
+import pg from 'pg'
 import t from 'tap'
 import { idempotencyService } from '../../src/idempotency/service.js'
 import { startTestApp, type TestApp } from '../helpers/app.js'
@@ -247,3 +248,25 @@ t.test('a claim is renewed while its request runs, however long: a retry past th
   await new Promise((resolve) => setTimeout(resolve, 1_000))
   t.equal((await storedRow(app, 'renew-1')).status, 201, 'a completed claim is no longer renewed (nor overwritten)')
 })
+
+t.test('renewal runs while the requests fill the pool: another process does not take the claim over', { skip: process.env.DATABASE_URL ? false : 'needs DATABASE_URL (two processes, a locked table)' }, async (t) => {
+  // The review's probe: requests waiting on a locked table filled the pool, the renewal could not get a connection, and a retry on another process ran the request a second time.
+  const a = await startTestApp(t, { SVC_DB_POOL_MAX: '2', SVC_DB_STATEMENT_TIMEOUT_MS: '60000' })
+  const b = await startTestApp(t, {}, { reuse: a })
+  const tenantId = (await a.request('GET', '/tenants/self')).body.id as string
+  const key = await appKey(a, { type: 'private', permissions: ['token:create'] })
+  const serviceOf = (app: TestApp) => idempotencyService(app.services.store, { ttlSeconds: 60, leaseSeconds: 1, secret: 'a'.repeat(64) })
+  const first = await serviceOf(a).begin(tenantId, 'pool-1', 'fp')
+  const locker = new pg.Client({ connectionString: process.env.DATABASE_URL, options: `-c search_path=${a.schema}` })
+  await locker.connect()
+  t.teardown(() => locker.end())
+  await locker.query('begin')
+  await locker.query('lock table tokens in access exclusive mode')
+  const blocked = [0, 1].map((i) => a.request('POST', '/tokens', { key, body: { type: 'token', data: `blocked ${i}` } }))
+  await new Promise((resolve) => setTimeout(resolve, 3_000))
+  await t.rejects(serviceOf(b).begin(tenantId, 'pool-1', 'fp'), { code: 'idempotency_in_flight' }, 'three leases later, with the pool full, the claim still holds')
+  await locker.query('rollback')
+  t.same((await Promise.all(blocked)).map((r) => r.status), [201, 201])
+  if (first.kind === 'run') await first.release()
+})
+

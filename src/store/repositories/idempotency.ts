@@ -26,7 +26,7 @@ export interface IdempotencyClaim {
  * Idempotency keys. Every time is the database's clock, so several Tessera processes agree on
  * leases and expiry whatever their own clocks say.
  */
-export function idempotencyRepository(knex: Knex) {
+export function idempotencyRepository(knex: Knex, leases: Knex = knex) {
   const inSeconds = (s: number) => knex.raw('now() + make_interval(secs => ?)', [s])
 
   return {
@@ -65,9 +65,10 @@ export function idempotencyRepository(knex: Knex) {
     async complete(tenantId: string, key: string, owner: string, answer: { status: number; body: string | null; withheld: boolean }): Promise<void> {
       await knex('idempotency_keys').where({ tenant_id: tenantId, key, owner }).update(answer)
     },
-    /** Extends the lease of a claim whose request still runs; false when `owner` no longer holds it. */
+    /** Extends the lease of a claim whose request still runs, on `leases` (not the request pool); false when `owner` no longer holds it. */
     async renew(tenantId: string, key: string, owner: string, leaseSeconds: number): Promise<boolean> {
-      return (await knex('idempotency_keys').where({ tenant_id: tenantId, key, owner }).whereNull('status').update({ lease_until: inSeconds(leaseSeconds) }).returning(['owner'])).length > 0
+      const renewed = await leases('idempotency_keys').where({ tenant_id: tenantId, key, owner }).whereNull('status').update({ lease_until: leases.raw('now() + make_interval(secs => ?)', [leaseSeconds]) }).returning(['owner'])
+      return renewed.length > 0
     },
     /** Gives the key up (the first request failed): the next request with it runs afresh. */
     async release(tenantId: string, key: string, owner: string): Promise<void> {
