@@ -229,6 +229,7 @@ function notConnected(err: unknown): Error | undefined {
 
 /** Any number, the same in every Tessera version: migrations of one database run one at a time. */
 const MIGRATION_LOCK = '7301296354041735168'
+const MIGRATION_LOCK_WAIT_SECONDS = 600
 
 /**
  * On a connection of its own, without the statement bound: a migration may rightly take long.
@@ -244,7 +245,12 @@ async function migratePostgres(connection: AdminConnection, schema: string | und
       throw refusedConnection(err) ?? err
     })) as pg.Client
     try {
-      await locked.query('select pg_advisory_lock($1)', [MIGRATION_LOCK])
+      // Bounded: a process that froze while migrating must not stall every later start for good.
+      await locked.query(`set lock_timeout = '${MIGRATION_LOCK_WAIT_SECONDS}s'`)
+      await locked.query('select pg_advisory_lock($1)', [MIGRATION_LOCK]).catch((err: unknown) => {
+        if (sqlState(err) !== '55P03') throw err
+        throw new Error(`another Tessera process has held the migration lock of this database for ${MIGRATION_LOCK_WAIT_SECONDS} s; if none is migrating, end the session holding it (pg_locks, advisory lock ${MIGRATION_LOCK})`, { cause: err })
+      })
       if (schema) await admin.raw('create schema if not exists ??', [schema])
       return await migrateLatest(admin)
     } finally {

@@ -27,7 +27,7 @@ export interface IdempotencyClaim {
  * leases and expiry whatever their own clocks say.
  */
 export function idempotencyRepository(knex: Knex, leases: Knex = knex) {
-  const inSeconds = (s: number) => knex.raw('now() + make_interval(secs => ?)', [s])
+  const inSeconds = (s: number, on: Knex = knex) => on.raw('now() + make_interval(secs => ?)', [s])
 
   return {
     /**
@@ -67,7 +67,7 @@ export function idempotencyRepository(knex: Knex, leases: Knex = knex) {
     },
     /** Extends the lease of a claim whose request still runs, on `leases` (not the request pool); false when `owner` no longer holds it. */
     async renew(tenantId: string, key: string, owner: string, leaseSeconds: number): Promise<boolean> {
-      const renewed = await leases('idempotency_keys').where({ tenant_id: tenantId, key, owner }).whereNull('status').update({ lease_until: leases.raw('now() + make_interval(secs => ?)', [leaseSeconds]) }).returning(['owner'])
+      const renewed = await leases('idempotency_keys').where({ tenant_id: tenantId, key, owner }).whereNull('status').update({ lease_until: inSeconds(leaseSeconds, leases) }).returning(['owner'])
       return renewed.length > 0
     },
     /** Gives the key up (the first request failed): the next request with it runs afresh. */
