@@ -7,7 +7,7 @@ import { authorizeGrant, authorizeSessionStep } from '../auth/policies.js'
 import type { Principal, PrincipalLookup } from '../auth/principal.js'
 import type { Clock } from '../clock.js'
 import { AppError, ValidationError, type FieldErrors } from '../errors/index.js'
-import type { AccessRuleRecord, Store } from '../store/index.js'
+import type { AccessRuleRecord, Store, StoreTransaction } from '../store/index.js'
 
 export const SESSION_LIFETIME_MS = 3 * 60 * 1000
 const MAX_LIFETIME_MS = 24 * 60 * 60 * 1000
@@ -55,7 +55,11 @@ export function sessionsService(deps: { store: Store; hasher: ApiKeyHasher; auth
       return { id, session_key: sessionKey, nonce, expires_at: expiresAt }
     },
 
-    async authorizeSession(caller: Principal, grant: SessionGrant): Promise<{ id: string; expires_at: Date }> {
+    /**
+     * `record` writes the `session.authorize` entry inside the granting transaction: the session
+     * key was shown at create, so a grant whose entry failed would be usable unrecorded.
+     */
+    async authorizeSession(caller: Principal, grant: SessionGrant, record: (trx: StoreTransaction, sessionId: string) => Promise<void>): Promise<{ id: string; expires_at: Date }> {
       authorizeSessionStep(caller, 'authorize')
       const permissions = grant.permissions ?? []
       const rules = grant.rules ?? []
@@ -75,15 +79,13 @@ export function sessionsService(deps: { store: Store; hasher: ApiKeyHasher; auth
       // A session ends with its creator and its authorizer (see sessionLookup): stored and answered as it will be.
       const creator = await store.applications.findById(caller.tenantId, pending.created_by)
       const ends = earliest(earliest(expiresAt, caller.expiresAt), creator?.expires_at ?? null)
-      const session = await store.sessions.authorize(caller.tenantId, nonceHash, {
-        permissions,
-        rules,
-        authorized_by: caller.id,
-        authorized_by_key_hash: caller.keyHash,
-        authorized_at: now,
-        expires_at: ends,
+      const values = { permissions, rules, authorized_by: caller.id, authorized_by_key_hash: caller.keyHash, authorized_at: now, expires_at: ends }
+      const session = await store.transaction(async (trx) => {
+        const authorized = await store.sessions.authorize(caller.tenantId, nonceHash, values, trx)
+        if (!authorized) throw noPendingSession()
+        await record(trx, authorized.id)
+        return authorized
       })
-      if (!session) throw noPendingSession()
       // The session key may already be cached with no grants.
       await authenticator.invalidateKey(session.key_hash)
       return { id: session.id, expires_at: ends }

@@ -139,3 +139,32 @@ t.test('a create that only found an existing token changed nothing: a failed ent
   const retry = await app.request('POST', '/tokens', { key, body, headers })
   t.equal(retry.status, 201, 'a failure that changed nothing gives its key up (README), so the retry runs')
 })
+
+t.test('a session authorization whose entry cannot be written grants nothing: its key was already shown', async (t) => {
+  const VISA = '4111111111111111'
+  const make = async (type: string, rules: unknown[]) => (await app.request('POST', '/applications', { body: { name: type, type, rules } })).body.key as string
+  const reveal = [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read'] }]
+  const publicKey = await make('public', [{ priority: 1, container: '/', transform: 'mask', permissions: ['token:create'] }])
+  const privateKey = await make('private', reveal)
+  const token = (await app.request('POST', '/tokens', { key: privateKey, body: { id: 'fcp-session-card', type: 'card_number', data: VISA } })).body.id as string
+  const session = (await app.request('POST', '/sessions', { key: publicKey })).body as { session_key: string; nonce: string }
+  const grant = { nonce: session.nonce, rules: [{ priority: 1, transform: 'reveal', permissions: ['token:read'], conditions: [{ attribute: 'id', operator: 'starts_with', value: 'fcp-' }] }] }
+  await app.services.audit.flush()
+  await knex.raw('alter table audit_events rename to audit_events_away')
+  let refused
+  try {
+    refused = await app.request('POST', '/sessions/authorize', { key: privateKey, body: grant })
+  } finally {
+    await knex.raw('alter table audit_events_away rename to audit_events')
+  }
+  t.equal(refused.status, 503)
+  const read = await app.request('GET', `/tokens/${token}`, { key: session.session_key })
+  t.equal(read.status, 403, 'the session holds no grant')
+  t.notMatch(JSON.stringify(read.body), VISA)
+  const retried = await app.request('POST', '/sessions/authorize', { key: privateKey, body: grant })
+  t.equal(retried.status, 200, 'the nonce was not used up: the backend retries')
+  t.equal((await app.request('GET', `/tokens/${token}`, { key: session.session_key })).body.data, VISA)
+  await app.services.audit.flush()
+  const rows = await auditRows(app)
+  t.equal(rows.filter((r) => r.action === 'session.authorize').length, 1, 'one authorization, one entry')
+})

@@ -1,4 +1,5 @@
 import type { AuditRecorder } from '../../audit/audit-log.js'
+import type { StoreTransaction } from '../../store/index.js'
 import type { SessionsService } from '../../vault/sessions.js'
 import { changeEvent } from '../audit-context.js'
 import type { AppRouter } from '../context.js'
@@ -19,8 +20,8 @@ export function sessionRoutes(router: AppRouter, sessions: SessionsService, audi
   })
 
   router.post('/sessions/authorize', body.json, async (ctx) => {
-    const authorized = await sessions.authorizeSession(currentPrincipal(ctx.state), parseAuthorize(ctx.state.body))
-    await audit.record([changeEvent(ctx, 'session.authorize', 'session', authorized.id, 200)])
+    const record = (trx: StoreTransaction, id: string) => audit.recordIn(trx, [changeEvent(ctx, 'session.authorize', 'session', id, 200)])
+    const authorized = await sessions.authorizeSession(currentPrincipal(ctx.state), parseAuthorize(ctx.state.body), record)
     ctx.body = presentSessionAuthorized(authorized)
   })
 }

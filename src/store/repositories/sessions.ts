@@ -34,17 +34,18 @@ export function sessionsRepository(knex: Knex) {
     async findByKeyHash(keyHash: string): Promise<SessionRecord | undefined> {
       return knex<SessionRecord>('sessions').where({ key_hash: keyHash }).first()
     },
-    /** Grants a not-yet-authorized, unexpired session of `tenantId`; returns it, or undefined. */
     /** The session awaiting authorization with this nonce, unexpired at `at`. */
     async findPending(tenantId: string, nonceHash: string, at: Date): Promise<SessionRecord | undefined> {
       return knex<SessionRecord>('sessions').where({ tenant_id: tenantId, nonce_hash: nonceHash }).whereNull('authorized_at').where('expires_at', '>', at).first()
     },
+    /** Grants a not-yet-authorized, unexpired session of `tenantId`; returns it, or undefined. */
     async authorize(
       tenantId: string,
       nonceHash: string,
       grant: Pick<SessionRecord, 'permissions' | 'rules' | 'authorized_by' | 'authorized_by_key_hash' | 'authorized_at' | 'expires_at'>,
+      trx: Knex = knex,
     ): Promise<SessionRecord | undefined> {
-      const [row] = await knex<SessionRecord>('sessions')
+      const [row] = await trx<SessionRecord>('sessions')
         .where({ tenant_id: tenantId, nonce_hash: nonceHash })
         .whereNull('authorized_at')
         // Unexpired at the instant it is authorized (the service's clock, as every expiry decision).
