@@ -57,7 +57,7 @@ export function applicationKeysService(deps: { store: Store; hasher: ApiKeyHashe
     },
 
     /** The key stops at once in every process, and so do the sessions created or authorized with it. */
-    async deleteKey(caller: Principal, applicationId: string, keyId: string): Promise<void> {
+    deleteKey: (caller: Principal, applicationId: string, keyId: string) => authenticator.changing(async () => {
       const app = await applications.getApplication(caller.tenantId, applicationId)
       const deleted = await store.transaction(async (trx) => {
         // The Application's row first, as every change of its keys and sessions locks it; the
@@ -71,7 +71,7 @@ export function applicationKeysService(deps: { store: Store; hasher: ApiKeyHashe
       })
       if (!deleted) throw notFound()
       for (const hash of [deleted.keyHash, ...deleted.sessions]) await authenticator.invalidateKey(hash)
-    },
+    }),
   }
 }
 

@@ -54,6 +54,66 @@ export function applicationsService(deps: ApplicationsDeps) {
     for (const hash of sessionKeyHashes) await authenticator.invalidateKey(hash)
   }
 
+  async function updateApplication(caller: Principal, id: string, input: ApplicationUpdate): Promise<ApplicationRecord> {
+    const found = await find(caller.tenantId, id)
+    const next = { permissions: input.permissions ?? [], rules: input.rules ?? [] }
+    // The type never changes, so the grants are validated before the row is locked.
+    const errors = validateGrants(found.type, next.permissions, next.rules)
+    if (input.permissions && input.permissions.length === 0) (errors.permissions ??= []).push('must not be empty when given')
+    if (Object.keys(errors).length) throw new ValidationError(errors)
+    const result = await store.applications.update(caller.tenantId, id, { name: input.name, ...next, ...changeStamp(caller) }, undefined, (current) => {
+      authorizeApplicationChange(caller, current, next)
+      // Widening hands out access for as long as the Application lives.
+      if (narrows(next, current)) authorizeLifetime(caller, current.expires_at, { what: 'The widened Application', field: 'id' })
+    })
+    if (!result) throw new AppError('not_found', { detail: 'No Application with this id.' })
+    // Cached principals carry the old grants, the sessions it authorized the old bound. A
+    // session acts within its authorizer's current grants, so narrowing a private Application
+    // narrows them; a public creator's grants bound nothing the session does, so narrowing
+    // one ends the sessions it vouched for under the wider grant.
+    const keyHashes = [result.updated.key_hash, ...(await store.applicationKeys.hashesOf(caller.tenantId, id))]
+    const ends = result.previous.type === 'public' && narrows(result.previous, next)
+    const sessions = ends ? await store.sessions.deleteOf(caller.tenantId, id) : await store.sessions.keyHashesOf(caller.tenantId, id)
+    await invalidate(keyHashes, sessions)
+    return result.updated
+  }
+
+  /** A new key ends the sessions the Application created or authorized: they were vouched for by the old one. */
+  async function regenerateKey(caller: Principal, id: string): Promise<WithKey> {
+    const key = newApiKey((await find(caller.tenantId, id)).type)
+    const { result, sessions } = await store.transaction(async (trx) => {
+      const authorize = (current: ApplicationRecord) => {
+        authorizeApplicationChange(caller, current)
+        authorizeLifetime(caller, current.expires_at, { what: 'The new key', field: 'id' })
+      }
+      const updated = await store.applications.update(caller.tenantId, id, { key_hash: hasher.hash(key), ...changeStamp(caller) }, trx, authorize)
+      return { result: updated, sessions: updated ? await store.sessions.deleteOf(caller.tenantId, id, trx) : [] }
+    })
+    if (!result) throw new AppError('not_found', { detail: 'No Application with this id.' })
+    await invalidate(result.previousKeyHash, sessions)
+    return { application: result.updated, key }
+  }
+
+  async function deleteApplication(caller: Principal, id: string): Promise<void> {
+    await find(caller.tenantId, id)
+    const deleted = await store.transaction(async (trx) => {
+      // The Application's row first, as every change of its keys and sessions locks it; the
+      // decision reads the row as locked, not as it was before a concurrent widening.
+      const current = await store.applications.lock(caller.tenantId, id, trx)
+      if (!current) return undefined
+      authorizeApplicationChange(caller, current)
+      return {
+        sessions: await store.sessions.deleteOf(caller.tenantId, id, trx),
+        // Deleted with the Application (foreign key cascade).
+        extraKeys: await store.applicationKeys.hashesOf(caller.tenantId, id, trx),
+        keyHash: await store.applications.delete(caller.tenantId, id, trx),
+      }
+    })
+    const { keyHash, extraKeys = [], sessions = [] } = deleted ?? {}
+    if (!keyHash) throw new AppError('not_found', { detail: 'No Application with this id.' })
+    await invalidate([keyHash, ...extraKeys], sessions)
+  }
+
   return {
     async createApplication(caller: Principal, input: ApplicationInput): Promise<WithKey> {
       const permissions = input.permissions ?? []
@@ -85,65 +145,9 @@ export function applicationsService(deps: ApplicationsDeps) {
       return store.applications.list(tenantId, filter, page, size)
     },
 
-    async updateApplication(caller: Principal, id: string, input: ApplicationUpdate): Promise<ApplicationRecord> {
-      const found = await find(caller.tenantId, id)
-      const next = { permissions: input.permissions ?? [], rules: input.rules ?? [] }
-      // The type never changes, so the grants are validated before the row is locked.
-      const errors = validateGrants(found.type, next.permissions, next.rules)
-      if (input.permissions && input.permissions.length === 0) (errors.permissions ??= []).push('must not be empty when given')
-      if (Object.keys(errors).length) throw new ValidationError(errors)
-      const result = await store.applications.update(caller.tenantId, id, { name: input.name, ...next, ...changeStamp(caller) }, undefined, (current) => {
-        authorizeApplicationChange(caller, current, next)
-        // Widening hands out access for as long as the Application lives.
-        if (narrows(next, current)) authorizeLifetime(caller, current.expires_at, { what: 'The widened Application', field: 'id' })
-      })
-      if (!result) throw new AppError('not_found', { detail: 'No Application with this id.' })
-      // Cached principals carry the old grants, the sessions it authorized the old bound. A
-      // session acts within its authorizer's current grants, so narrowing a private Application
-      // narrows them; a public creator's grants bound nothing the session does, so narrowing
-      // one ends the sessions it vouched for under the wider grant.
-      const keyHashes = [result.updated.key_hash, ...(await store.applicationKeys.hashesOf(caller.tenantId, id))]
-      const ends = result.previous.type === 'public' && narrows(result.previous, next)
-      const sessions = ends ? await store.sessions.deleteOf(caller.tenantId, id) : await store.sessions.keyHashesOf(caller.tenantId, id)
-      await invalidate(keyHashes, sessions)
-      return result.updated
-    },
-
-    /** A new key ends the sessions the Application created or authorized: they were vouched for by the old one. */
-    async regenerateKey(caller: Principal, id: string): Promise<WithKey> {
-      const key = newApiKey((await find(caller.tenantId, id)).type)
-      const { result, sessions } = await store.transaction(async (trx) => {
-        const authorize = (current: ApplicationRecord) => {
-          authorizeApplicationChange(caller, current)
-          authorizeLifetime(caller, current.expires_at, { what: 'The new key', field: 'id' })
-        }
-        const updated = await store.applications.update(caller.tenantId, id, { key_hash: hasher.hash(key), ...changeStamp(caller) }, trx, authorize)
-        return { result: updated, sessions: updated ? await store.sessions.deleteOf(caller.tenantId, id, trx) : [] }
-      })
-      if (!result) throw new AppError('not_found', { detail: 'No Application with this id.' })
-      await invalidate(result.previousKeyHash, sessions)
-      return { application: result.updated, key }
-    },
-
-    async deleteApplication(caller: Principal, id: string): Promise<void> {
-      await find(caller.tenantId, id)
-      const deleted = await store.transaction(async (trx) => {
-        // The Application's row first, as every change of its keys and sessions locks it; the
-        // decision reads the row as locked, not as it was before a concurrent widening.
-        const current = await store.applications.lock(caller.tenantId, id, trx)
-        if (!current) return undefined
-        authorizeApplicationChange(caller, current)
-        return {
-          sessions: await store.sessions.deleteOf(caller.tenantId, id, trx),
-          // Deleted with the Application (foreign key cascade).
-          extraKeys: await store.applicationKeys.hashesOf(caller.tenantId, id, trx),
-          keyHash: await store.applications.delete(caller.tenantId, id, trx),
-        }
-      })
-      const { keyHash, extraKeys = [], sessions = [] } = deleted ?? {}
-      if (!keyHash) throw new AppError('not_found', { detail: 'No Application with this id.' })
-      await invalidate([keyHash, ...extraKeys], sessions)
-    },
+    updateApplication: (caller: Principal, id: string, input: ApplicationUpdate) => authenticator.changing(() => updateApplication(caller, id, input)),
+    regenerateKey: (caller: Principal, id: string) => authenticator.changing(() => regenerateKey(caller, id)),
+    deleteApplication: (caller: Principal, id: string) => authenticator.changing(() => deleteApplication(caller, id)),
 
     /**
      * Deletes Applications past `expires_at` (their extra keys with them) and their sessions. All

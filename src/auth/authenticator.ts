@@ -2,7 +2,7 @@ import type { Logger } from 'pino'
 import { approximateBytes } from '../cache/approximate-bytes.js'
 import { createInvalidatingCache, loadingCache } from '../cache/invalidating-cache.js'
 import { systemClock, type Clock } from '../clock.js'
-import type { InvalidationBus } from '../cache/invalidation-bus.js'
+import { EVERY_KEY, type InvalidationBus } from '../cache/invalidation-bus.js'
 import { AppError } from '../errors/index.js'
 import { looksLikeKey, type ApiKeyHasher } from './api-keys.js'
 import type { Principal, PrincipalLookup } from './principal.js'
@@ -15,6 +15,12 @@ export interface Authenticator {
   authenticate(key: string | undefined): Promise<Principal>
   /** Drops a key from every process's cache (regenerate, delete, expiry). */
   invalidateKey(keyHash: string): Promise<void>
+  /**
+   * Runs a change of keys or grants. When it fails other than by a refusal (an answer lost after
+   * the commit, a failure between the commit and its invalidations), the change may stand with
+   * no invalidation sent: every process then drops every cached principal (and what depends on them).
+   */
+  changing<T>(change: () => Promise<T>): Promise<T>
   /** Also told of every invalidated key, from this process and the others (caches keyed by principal). */
   onInvalidate(listener: (keyHash: string) => void): void
   start(): Promise<void>
@@ -53,6 +59,14 @@ export function createAuthenticator(deps: { bus: InvalidationBus; hasher: ApiKey
       return principal
     },
     invalidateKey: (keyHash) => cache.invalidate(keyHash),
+    async changing(change) {
+      try {
+        return await change()
+      } catch (err) {
+        if (!(err instanceof AppError) || err.status >= 500) await cache.invalidate(EVERY_KEY)
+        throw err
+      }
+    },
     onInvalidate(listener) {
       deps.bus.subscribe(AUTH_CHANNEL, listener).catch((err: unknown) => deps.logger.error({ err }, 'could not listen for key invalidations'))
     },

@@ -10,7 +10,7 @@ export interface InvalidatingCacheOptions<V> {
   maxBytes: number
   /** Approximate bytes an entry holds beyond its key. */
   sizeOf(value: V): number
-  /** A second line behind NOTIFY: no entry is served older than this. */
+  /** A second line behind NOTIFY: no entry is served older than this (default DEFAULT_TTL_MS). */
   ttlMs?: number
   /** The instant (ms) an entry stops being valid on its own (an expiry in the data). */
   expiresAt?(value: V): number | undefined
@@ -58,9 +58,16 @@ export function loadingCache<V>(cache: InvalidatingCache<V>, load: (key: string)
 interface Entry<V> {
   value: V
   bytes: number
-  /** ms; Infinity when neither a TTL nor an expiry applies. */
+  /** ms: the TTL's end, or the value's own expiry if sooner. */
   until: number
 }
+
+/**
+ * Every cache's second line: an invalidation that never arrived (the change's answer was lost
+ * after its commit, its NOTIFY failed and the writer died before a retry) leaves a revoked key,
+ * a narrowed grant or a deleted Reactor served no longer than this.
+ */
+export const DEFAULT_TTL_MS = 30_000
 
 /** Bookkeeping per entry beyond `sizeOf`: the Map slot, the entry object, the key's header. */
 const ENTRY_OVERHEAD_BYTES = 96
@@ -73,7 +80,7 @@ const ENTRY_OVERHEAD_BYTES = 96
  * leave a stale entry). When the listener is back every entry is dropped and caching resumes.
  */
 export function createInvalidatingCache<V>(options: InvalidatingCacheOptions<V>): InvalidatingCache<V> {
-  const { bus, maxEntries, maxBytes, clock = systemClock } = options
+  const { bus, maxEntries, maxBytes, clock = systemClock, ttlMs = DEFAULT_TTL_MS } = options
   const entries = new Map<string, Entry<V>>()
   let bytes = 0
   let generation = 0
@@ -119,8 +126,7 @@ export function createInvalidatingCache<V>(options: InvalidatingCacheOptions<V>)
       if (entries.size < maxEntries && bytes + size <= maxBytes) break
       remove(oldest)
     }
-    const ttlUntil = options.ttlMs === undefined ? Infinity : clock() + options.ttlMs
-    entries.set(key, { value, bytes: size, until: Math.min(ttlUntil, options.expiresAt?.(value) ?? Infinity) })
+    entries.set(key, { value, bytes: size, until: Math.min(clock() + ttlMs, options.expiresAt?.(value) ?? Infinity) })
     bytes += size
   }
 

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { createInvalidatingCache, loadingCache, type InvalidatingCacheOptions } from '../../../src/cache/invalidating-cache.js'
+import { createInvalidatingCache, DEFAULT_TTL_MS, loadingCache, type InvalidatingCacheOptions } from '../../../src/cache/invalidating-cache.js'
 import { fakeNotify, type FakeProcess } from '../../helpers/fake-notify.js'
 
 type Value = { name: string; owner?: string; until?: number }
@@ -74,6 +74,16 @@ t.test('an entry ends at its TTL or its own expiry, by the clock it is given', a
   const noTtl = await cacheOf(proc, { ttlMs: 0, clock })
   await noTtl.get('k', loader({ name: 'k' }).load)
   t.equal(noTtl.peek('k'), undefined)
+})
+
+t.test('without a TTL of its own an entry still ends at DEFAULT_TTL_MS: an invalidation that never came is bounded', async (t) => {
+  let now = 1_000_000
+  const cache = await cacheOf(fakeNotify().process(), { clock: () => now })
+  await cache.get('k', loader({ name: 'k' }).load)
+  now += DEFAULT_TTL_MS - 1
+  t.equal(cache.peek('k')?.name, 'k')
+  now += 1
+  t.equal(cache.peek('k'), undefined)
 })
 
 t.test('a load that raced with an invalidation is returned but not kept', async (t) => {
