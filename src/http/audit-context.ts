@@ -20,7 +20,7 @@ export function requestAudit(ctx: ParameterizedContext<AppState>): RequestAudit 
   const route = matchedRoute(ctx)
   const method = ctx.method as HttpMethod
   const shared: RequestAudit = {
-    tenantId: acting?.tenantId ?? principal?.tenantId ?? UNATTRIBUTED_TENANT,
+    tenantId: acting?.tenantId ?? principal?.tenantId ?? ctx.state.refused?.tenantId ?? UNATTRIBUTED_TENANT,
     actor: acting ? { kind: acting.kind, id: acting.id } : principal ? { kind: principal.kind, id: principal.id } : { kind: 'anonymous', id: null },
     traceId: ctx.state.traceId ?? null,
     clientIp: ip !== undefined && isIP(ip) !== 0 ? ip : null,

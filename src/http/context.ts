@@ -15,6 +15,11 @@ export interface AppState {
    * the proxy (kind `proxy`), not an Application whose key was never shown.
    */
   auditActor?: { tenantId: string; kind: 'proxy'; id: string }
+  /**
+   * The resource a refusal concerns when its caller may be anonymous (a pre-configured proxy
+   * reached by its key, whatever SVC-API-KEY says): the entry names it and goes to its tenant's chain.
+   */
+  refused?: { tenantId: string; type: 'proxy'; id: string }
   body?: unknown
   /** The permission the route checks (`requirePermission`), named by a refusal's audit entry. */
   permission?: Permission

@@ -473,4 +473,12 @@ t.test('refusals at a pre-configured proxy name the caller that was refused, in 
     [publicApp.body.id, noUse.body.id, callerId].map((id) => [tenant, 'application', id]),
     'each refusal in the tenant chain, naming the caller',
   )
+  t.same(denied.map((r) => [r.permission, r.target_type, r.target_ids]), [
+    ['token:use', 'proxy', [proxy.body.id]],
+    ['token:use', 'proxy', [proxy.body.id]],
+    ['token:use', null, []],
+  ], 'the permission the proxy checks, and the proxy its key names')
+  const anonymous = await rawRequest(app.url, { method: 'POST', path: '/proxy', body: '{}', headers: ['SVC-PROXY-KEY', proxy.body.key, 'Content-Type', 'application/json'] })
+  t.equal(anonymous.status, 401)
+  t.match(await entries('auth.failed', since), [{ tenant_id: tenant, actor_kind: 'anonymous', actor_id: null, target_type: 'proxy', target_ids: [proxy.body.id], permission: 'token:use' }], 'a caller without a key is seen by the tenant whose proxy it tried')
 })

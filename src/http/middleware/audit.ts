@@ -10,7 +10,7 @@ import type { AppState } from '../context.js'
 /**
  * Puts the caller's address on `ctx.state.clientIp` (resolved as the rate limiter does) for the
  * request's audit events, and turns every 401 into an `auth.failed` event and every 403 into an
- * `auth.denied` one (see `denial`), whichever stage refused (authentication, a permission check, a tenant
+ * `auth.denied` one (see `refusal`), whichever stage refused (authentication, a permission check, a tenant
  * setting, the proxy). Refusals reveal nothing, so they take the cheap path: the answer does not
  * wait for the write. Placed inside the error handler, so it sees errors before they are answered.
  */
@@ -21,8 +21,8 @@ export function auditRequests(audit: AuditRecorder, trustedProxies: readonly str
     try {
       await next()
     } catch (err) {
-      if (err instanceof AppError && err.status === 401) audit.note([auditEvent(ctx, { action: 'auth.failed', outcome: 'denied', status: 401 })])
-      if (err instanceof AppError && err.status === 403) audit.note([denial(ctx)])
+      if (err instanceof AppError && err.status === 401) audit.note([refusal(ctx, 'auth.failed', 401)])
+      if (err instanceof AppError && err.status === 403) audit.note([refusal(ctx, 'auth.denied', 403)])
       throw err
     }
   }
@@ -31,12 +31,13 @@ export function auditRequests(audit: AuditRecorder, trustedProxies: readonly str
 /** The resources whose id in the path a refusal names (uuids only: a token id in a path could be anything a caller typed, card numbers included). */
 const PATH_TARGETS: Readonly<Record<string, TargetType>> = { applications: 'application', reactors: 'reactor', proxies: 'proxy' }
 
-/** `auth.denied`: who, where, the permission the route checks and, for a management resource, which one. */
-function denial(ctx: ParameterizedContext<AppState>): AuditEvent {
-  const event = auditEvent(ctx, { action: 'auth.denied', outcome: 'denied', status: 403 })
+/** Who, where, the permission the route checks and, for a management resource or a pre-configured proxy, which one. */
+function refusal(ctx: ParameterizedContext<AppState>, action: 'auth.failed' | 'auth.denied', status: 401 | 403): AuditEvent {
+  const event = auditEvent(ctx, { action, outcome: 'denied', status })
   if (ctx.state.permission) event.permission = ctx.state.permission
   const type = PATH_TARGETS[event.request?.route.split('/')[1] ?? '']
   const id = (ctx as { params?: Record<string, string | undefined> }).params?.id
   if (type && id !== undefined && isUuid(id)) event.target = { type, ids: [id.toLowerCase()] }
+  else if (ctx.state.refused) event.target = { type: ctx.state.refused.type, ids: [ctx.state.refused.id] }
   return event
 }

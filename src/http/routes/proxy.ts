@@ -46,6 +46,8 @@ export function proxyRoute(deps: ProxyRouteDeps): Middleware<AppState> {
     if (!path.startsWith(PREFIX) || (path.length > PREFIX.length && path[PREFIX.length] !== '/')) return next()
     ctx.state.wrapProblem = wrapProxyError
     if (!METHODS.has(ctx.method)) throw new AppError('method_not_allowed', { headers: { Allow: [...METHODS].join(', ') } })
+    // What a refusal's entry names: both kinds detokenize under token:use (auth/policies.ts).
+    ctx.state.permission = 'token:use'
     const proxyKey = ctx.get('svc-proxy-key')
     if (proxyKey !== '') return handlePreconfigured(ctx as AppContext, deps, proxyKey)
     return auth(ctx, () => handleProxy(ctx as AppContext, deps))
@@ -77,6 +79,7 @@ async function handlePreconfigured(ctx: AppContext, deps: ProxyRouteDeps, proxyK
     if (apiKey !== undefined) ctx.state.principal = await deps.authenticator.authenticate(apiKey)
     throw unknownProxyKey(apiKey !== undefined)
   }
+  ctx.state.refused = { tenantId: found.proxy.tenant_id, type: 'proxy', id: found.proxy.id }
   if (!found.proxy.require_auth) ctx.state.auditActor = { tenantId: found.proxy.tenant_id, kind: 'proxy', id: found.proxy.id }
   const caller = found.proxy.require_auth ? await deps.authenticator.authenticate(apiKey) : undefined
   if (caller !== undefined) ctx.state.principal = caller
