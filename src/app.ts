@@ -77,7 +77,7 @@ function allowedMethods(router: Router<AppState>): ReturnType<Router<AppState>['
 /** The routers behind `/proxy`: the open one (no key) and the API (SVC-API-KEY). The API description is checked against them. */
 export function buildRouters(services: Services, drain = new Drain()): Router<AppState>[] {
   const { config, logger } = services
-  const body = bodyParsers(config.bodyLimitBytes)
+  const body = bodyParsers({ bodyBytes: config.bodyLimitBytes, payloadBytes: config.reactors.payloadMaxBytes }, services.authenticator)
 
   const open = new Router<AppState>()
   const pingDatabase = singleFlight(() => services.store.db.ping())
@@ -107,7 +107,7 @@ export function buildRouters(services: Services, drain = new Drain()): Router<Ap
   tokenRoutes(api, { store: services.store, keys: services.keys, tokens: services.tokens }, services.audit, body, config.expressions.maxTokens)
   tokenV2Routes(api, services.tokens, services.audit, body)
   sessionRoutes(api, services.sessions, services.audit, body)
-  reactorRoutes(api, services.reactors, services.audit, body, config.reactors.payloadMaxBytes)
+  reactorRoutes(api, services.reactors, services.audit, body)
   proxiesRoutes(api, services.proxies, services.audit, body)
   logsRoutes(api, services.audit)
   return [open, api]

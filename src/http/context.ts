@@ -23,6 +23,8 @@ export interface AppState {
   body?: unknown
   /** The permission the route checks (`requirePermission`), named by a refusal's audit entry. */
   permission?: Permission
+  /** That check (`requirePermission`), run again on the principal as resolved once the body is in. */
+  requirement?: (principal: Principal) => void
   /**
    * The request made a change that stands whatever happens next (its audit event was built, see
    * `auditEvent`): a failure after it must not give the idempotency key up.

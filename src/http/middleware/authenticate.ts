@@ -18,7 +18,24 @@ export function authenticate(authenticator: Authenticator): Middleware<AppState>
 export function requirePermission(permission: Permission, types?: readonly Principal['type'][]): Middleware<AppState> {
   return async (ctx, next) => {
     ctx.state.permission = permission
-    requireHeld(currentPrincipal(ctx.state), permission, types)
+    ctx.state.requirement = (principal) => requireHeld(principal, permission, types)
+    ctx.state.requirement(currentPrincipal(ctx.state))
+    await next()
+  }
+}
+
+/**
+ * A key is checked when the headers arrive, but its body may follow up to the request time-out
+ * (120 s) later: a key revoked, or an Application narrowed, meanwhile must not act on a body
+ * chosen after the change. Once the body is in, the key is resolved again (a cache hit when
+ * nothing changed) and the route's permission check runs on what it resolves to now.
+ */
+export function reauthenticate(authenticator: Authenticator): Middleware<AppState> {
+  return async (ctx, next) => {
+    if (ctx.state.principal !== undefined) {
+      ctx.state.principal = await authenticator.authenticate(ctx.get('svc-api-key') || undefined)
+      ctx.state.requirement?.(ctx.state.principal)
+    }
     await next()
   }
 }

@@ -3,6 +3,7 @@ import { Readable } from 'node:stream'
 import type { Middleware } from 'koa'
 import type { Authenticator } from '../../auth/authenticator.js'
 import { authorizeEphemeralProxy, preconfiguredProxyPrincipal, unknownProxyKey } from '../../auth/policies.js'
+import type { Principal } from '../../auth/principal.js'
 import type { AuditRecorder } from '../../audit/audit-log.js'
 import type { Clock } from '../../clock.js'
 import { AppError, type Problem } from '../../errors/index.js'
@@ -55,12 +56,16 @@ export function proxyRoute(deps: ProxyRouteDeps): Middleware<AppState> {
 }
 
 async function handleProxy(ctx: AppContext, deps: ProxyRouteDeps): Promise<void> {
-  const principal = currentPrincipal(ctx.state)
-  await authorizeEphemeralProxy(principal, async (tenantId) => (await deps.tenantSettings.get(tenantId)).ephemeral_proxy_enabled)
+  const allowed = (principal: Principal) => authorizeEphemeralProxy(principal, async (tenantId) => (await deps.tenantSettings.get(tenantId)).ephemeral_proxy_enabled)
+  await allowed(currentPrincipal(ctx.state))
   const path = ctx.path.slice(PREFIX.length)
   const query = ctx.querystring
   const destination = deps.proxy.destination(ctx.get('svc-proxy-url') || undefined, path, query)
   const body = await readBody(ctx.req, deps.bodyLimitBytes)
+  // Again once the body is in (it may follow the headers by up to the request time-out): a key
+  // revoked or narrowed meanwhile must not detokenize a body chosen after the change.
+  const principal = (ctx.state.principal = await deps.authenticator.authenticate(ctx.get('svc-api-key') || undefined))
+  await allowed(principal)
   const audit = new ProxyCallAudit(ctx, deps.audit, destination, undefined)
   const result = await deps.proxy.call({ principal, method: ctx.method, destination, path, query, headers: ctx.req.rawHeaders, body, caller: new CallerLink(ctx), audit }).catch(auditFailure(audit))
   sendAudited(ctx, result, audit)
@@ -72,6 +77,22 @@ async function handleProxy(ctx: AppContext, deps: ProxyRouteDeps): Promise<void>
  * trip once the proxy is cached. Who detokenizes is decided in auth/policies.ts.
  */
 async function handlePreconfigured(ctx: AppContext, deps: ProxyRouteDeps, proxyKey: string): Promise<void> {
+  const first = await resolvePreconfigured(ctx, deps, proxyKey)
+  const path = ctx.path.slice(PREFIX.length)
+  const query = ctx.querystring
+  const destination = first.found.service.destination(first.found.proxy.destination_url, path, query)
+  const body = await readBody(ctx.req, deps.bodyLimitBytes)
+  // Again once the body is in (see handleProxy): the proxy, its Application or the caller's key
+  // may have been deleted or narrowed meanwhile. Both are cache hits when nothing changed.
+  const { found, principal } = await resolvePreconfigured(ctx, deps, proxyKey)
+  const { proxy, actor, service } = found
+  const audit = new ProxyCallAudit(ctx, deps.audit, destination, proxy.id)
+  const result = await service.call({ principal, actor, method: ctx.method, destination, path, query, headers: ctx.req.rawHeaders, body, caller: new CallerLink(ctx), audit }).catch(auditFailure(audit))
+  sendAudited(ctx, result, audit)
+}
+
+/** The proxy a key names and who acts through it, or the refusal (401/403). */
+async function resolvePreconfigured(ctx: AppContext, deps: ProxyRouteDeps, proxyKey: string) {
   const apiKey = ctx.get('svc-api-key') || undefined
   const found = await deps.proxies.resolveKey(proxyKey)
   // An authenticated caller is the actor of a refusal too (auth.denied in its tenant's chain).
@@ -85,14 +106,7 @@ async function handlePreconfigured(ctx: AppContext, deps: ProxyRouteDeps, proxyK
   if (caller !== undefined) ctx.state.principal = caller
   const principal = preconfiguredProxyPrincipal(found.proxy, found.actor, caller, deps.clock())
   ctx.state.principal = principal
-  const { proxy, actor, service } = found
-  const path = ctx.path.slice(PREFIX.length)
-  const query = ctx.querystring
-  const destination = service.destination(proxy.destination_url, path, query)
-  const body = await readBody(ctx.req, deps.bodyLimitBytes)
-  const audit = new ProxyCallAudit(ctx, deps.audit, destination, proxy.id)
-  const result = await service.call({ principal, actor, method: ctx.method, destination, path, query, headers: ctx.req.rawHeaders, body, caller: new CallerLink(ctx), audit }).catch(auditFailure(audit))
-  sendAudited(ctx, result, audit)
+  return { found, principal }
 }
 
 const auditFailure = (audit: ProxyCallAudit) => (err: unknown): never => {

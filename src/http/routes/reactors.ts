@@ -8,7 +8,6 @@ import type { ReactResult, ReactorAudit, ReactorsService } from '../../reactors/
 import { auditEvent, fetchEvent, requestAudit, tokenEvent } from '../audit-context.js'
 import type { AppContext } from '../context.js'
 import type { AppRouter } from '../context.js'
-import { jsonBody } from '../middleware/json-body.js'
 import { currentPrincipal, requirePermission } from '../middleware/authenticate.js'
 import { presentReactor, presentReactResult } from '../presenters/reactors.js'
 import { ListReactorsQuery, ReactBody, ReactorBody } from '../schemas/reactors.js'
@@ -20,7 +19,7 @@ const parseReactor = validator(ReactorBody)
 const parseReact = validator(ReactBody)
 const parseList = validator(ListReactorsQuery, { query: true })
 
-export function reactorRoutes(router: AppRouter, reactors: ReactorsService, audit: AuditRecorder, body: BodyParsers, payloadMaxBytes: number): void {
+export function reactorRoutes(router: AppRouter, reactors: ReactorsService, audit: AuditRecorder, body: BodyParsers): void {
   resourceRoutes(router, audit, body, {
     type: 'reactor',
     path: '/reactors',
@@ -36,7 +35,7 @@ export function reactorRoutes(router: AppRouter, reactors: ReactorsService, audi
   })
 
   // The payload limit is enforced while reading the body: 413 before any isolate is touched.
-  router.post('/reactors/:id/react', requirePermission('token:use', ['private']), jsonBody({ limitBytes: payloadMaxBytes }), async (ctx) => {
+  router.post('/reactors/:id/react', requirePermission('token:use', ['private']), body.payload, async (ctx) => {
     const { args } = parseReact(ctx.state.body)
     const invocation = reactorAudit(ctx, audit, ctx.params.id!)
     try {
