@@ -81,6 +81,12 @@ function refuseNewer(applied: string[], known: string[]): void {
 /** Brings the schema up to date and returns the migrations run. */
 async function migrateLatest(knex: Knex): Promise<string[]> {
   refuseNewer((await appliedMigrations(knex)) ?? [], await knownMigrations())
+  // Where a migration runs outside a transaction (20261129000100), knex sets its own lock row in
+  // a transaction of its own, and a process killed meanwhile leaves it set: every later start
+  // would fail "Migration table is already locked". Freeing it is safe: every caller holds
+  // Tessera's exclusive migration lock here (migratePostgres's advisory lock, PGlite's data-dir
+  // lock, or an in-memory database of this process alone), so no one else is migrating.
+  await knex.migrate.forceFreeMigrationsLock({ migrationSource })
   const [, names] = (await knex.migrate.latest({ migrationSource })) as [number, string[]]
   return names
 }
