@@ -33,6 +33,8 @@ const closing = (db: Database) => async (err: unknown) => {
 
 export interface MigrationStatus {
   completed: string[]
+  /** Applied, but not migrations of this version: a newer Tessera migrated the database. */
+  unknown: string[]
   pending: string[]
 }
 
@@ -51,11 +53,11 @@ export async function runMigrations(config: Config, options: OpenDatabaseOptions
 /** `tessera migrate --list`: reads only, and creates nothing where there is no database yet. */
 export async function migrationStatus(config: Config, options: OpenDatabaseOptions = {}): Promise<MigrationStatus> {
   const known = await knownMigrations()
-  if (!config.databaseUrl && noPglite(config, options)) return { completed: [], pending: known }
+  if (!config.databaseUrl && noPglite(config, options)) return { completed: [], unknown: [], pending: known }
   const db = config.databaseUrl ? openPostgres(config, config.databaseUrl, options) : await openPglite(config, options, false)
   try {
     const completed = (await appliedMigrations(db.knex)) ?? []
-    return { completed, pending: known.filter((name) => !completed.includes(name)) }
+    return { completed, unknown: completed.filter((name) => !known.includes(name)), pending: known.filter((name) => !completed.includes(name)) }
   } finally {
     await db.close()
   }

@@ -91,6 +91,9 @@ t.test('a database a newer Tessera migrated is named as such, by the server star
   // Refused under the migration lock (Postgres): had the failed start kept it, this would wait forever.
   const migrate = await cli(env, 'migrate')
   t.same([migrate.code, migrate.err], [1, `tessera: ${newer}`])
+  const list = await cli(env, 'migrate', '--list')
+  t.equal(list.code, 0, 'the list still reads')
+  t.match(list.out, 'applied  20991231000000_future  (unknown to this version: migrated by a newer Tessera)', 'and names what this version does not know')
   for (const [argv, code] of commands) {
     const res = await cli(env, ...argv)
     t.same([res.code, res.out], [code, ''], `${argv.join(' ')}: exit ${code}, no result`)

@@ -11,7 +11,7 @@ export const command: CliCommand = {
         const config = cliConfig(context)
         if (options.list) {
           const status = await migrationStatus(config)
-          for (const name of status.completed) context.out(`applied  ${name}`)
+          for (const name of status.completed) context.out(status.unknown.includes(name) ? `applied  ${name}  (unknown to this version: migrated by a newer Tessera)` : `applied  ${name}`)
           for (const name of status.pending) context.out(`pending  ${name}`)
           return
         }
