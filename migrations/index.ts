@@ -9,6 +9,7 @@ import * as audit from './20261125000000_audit.js'
 import * as applicationKeys from './20261126000000_application_keys.js'
 import * as auditTimes from './20261129000000_audit_times.js'
 import * as tokenTestMarks from './20261129000100_token_test_marks.js'
+import * as codeBinders from './20261129000200_code_binders.js'
 
 interface Migration {
   up(knex: Knex): Promise<void>
@@ -27,6 +28,7 @@ const migrations: Record<string, Migration> = {
   '20261126000000_application_keys': applicationKeys,
   '20261129000000_audit_times': auditTimes,
   '20261129000100_token_test_marks': tokenTestMarks,
+  '20261129000200_code_binders': codeBinders,
 }
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -128,7 +128,7 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
   const reactorCache = createReactorCache({
     bus,
     loadReactor: (tenantId, id) => store.reactors.findById(tenantId, id),
-    loadActor: (reactor) => host.actor(reactor.tenant_id, reactor.application_id),
+    loadActor: (reactor) => host.actor(reactor.tenant_id, reactor.application_id, reactor.bound_by),
   })
   await reactorCache.start()
   const reactors = reactorsService({ store, keys, tokens, host, config, present: rendering.presentToken, cache: reactorCache, clock })

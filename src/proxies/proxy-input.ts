@@ -3,7 +3,7 @@ import { AppError, type FieldErrors } from '../errors/index.js'
 import type { DestinationPolicy } from '../egress/destination-policy.js'
 import { buildDestination } from '../egress/destination-url.js'
 import { transformReactorId, type TransformKind } from '../proxy/preconfigured-proxy.js'
-import type { CodeHost, CodeList, CodePiece } from '../reactors/code-host.js'
+import { binderOf, type CodeHost, type CodeList, type CodePiece } from '../reactors/code-host.js'
 import { changeStamp, type ProxyRecord } from '../store/index.js'
 
 /** A pre-configured proxy as `POST /proxies` and `PUT /proxies/{id}` send it. */
@@ -46,6 +46,7 @@ export function proxyFields(caller: Principal, input: ProxyInput) {
     response_transform_code: codeOf(input, 'response'),
     configuration: input.configuration ?? {},
     application_id: input.application?.id ?? null,
+    bound_by: binderOf(caller, input.application),
     require_auth: input.require_auth ?? true,
     ...changeStamp(caller),
   }

@@ -6,7 +6,7 @@ import type { Forwarder } from '../egress/forward.js'
 import type { TokenResolver } from '../proxy/plugins/detokenize/index.js'
 import { createPreconfiguredPipelines } from '../proxy/preconfigured-proxy.js'
 import type { InvalidationBus } from '../cache/invalidation-bus.js'
-import { saveBound, type CodeHost } from '../reactors/code-host.js'
+import { saveBound, type CodeHost, type CodeRunner } from '../reactors/code-host.js'
 import { isUuid } from '../shapes/ids.js'
 import { newRecordStamp, type Page, type ProxyRecord, type Store } from '../store/index.js'
 import { createProxyCache, type CachedProxy } from './proxy-cache.js'
@@ -29,13 +29,21 @@ export type ResolvedProxy = CachedProxy
  */
 export function preconfiguredProxiesService(deps: { store: Store; bus: InvalidationBus; hasher: ApiKeyHasher; host: CodeHost; forwarder: Forwarder; tokens: TokenResolver; config: Config }) {
   const { store, host, config } = deps
-  const pipelines = createPreconfiguredPipelines({ forwarder: deps.forwarder, vault: deps.tokens, runner: host, config })
+  const pipelineDeps = { forwarder: deps.forwarder, vault: deps.tokens, config }
+  const pipelines = createPreconfiguredPipelines({ ...pipelineDeps, runner: host })
+  // A proxy's transforms act as its Application within its binder's grants (see CodeHost.actor),
+  // so each proxy runs them with a runner that knows its binder; made when it is loaded, not per call.
+  const bound = (proxy: ProxyRecord): CodeRunner => ({
+    invoke: (code, args, context) => host.invoke(code, args, { ...context, boundBy: proxy.bound_by }),
+    actor: (tenantId, applicationId) => host.actor(tenantId, applicationId, proxy.bound_by),
+  })
   const cache = createProxyCache({
     bus: deps.bus,
     async load(keyHash) {
       const proxy = await store.proxies.findByKeyHash(keyHash)
       if (proxy === undefined) return undefined
-      return { proxy, actor: await host.actor(proxy.tenant_id, proxy.application_id), service: pipelines.service(proxy) }
+      const service = createPreconfiguredPipelines({ ...pipelineDeps, runner: bound(proxy) }).service(proxy)
+      return { proxy, actor: await host.actor(proxy.tenant_id, proxy.application_id, proxy.bound_by), service }
     },
   })
   const notFound = () => new AppError('not_found', { detail: 'No proxy with this id.' })
@@ -97,10 +105,16 @@ export function preconfiguredProxiesService(deps: { store: Store; bus: Invalidat
       retireChangedTransforms(host, current, undefined)
     },
 
-    /** The proxy a SVC-PROXY-KEY names, in any tenant; undefined when none. No database round trip once cached. */
+    /**
+     * The proxy a SVC-PROXY-KEY names, in any tenant; undefined when none. No database round trip
+     * once cached. Its Application is read again (a cached look-up by id): the entry goes when
+     * that Application changes, not when its binder does, and the binder's grants bound it now.
+     */
     async resolveKey(key: string): Promise<ResolvedProxy | undefined> {
       if (!looksLikeKey(key)) return undefined
-      return cache.get(deps.hasher.hash(key))
+      const found = await cache.get(deps.hasher.hash(key))
+      if (found === undefined || found.proxy.bound_by === null) return found
+      return { proxy: found.proxy, actor: await host.actor(found.proxy.tenant_id, found.proxy.application_id, found.proxy.bound_by), service: found.service }
     },
 
     start: () => cache.start(),

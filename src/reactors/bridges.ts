@@ -17,11 +17,17 @@ import type { HostBridges } from './supervisor.js'
 export interface InvocationContext {
   actor: Principal | undefined
   /**
-   * `actor` as it is now (the code host's cached lookup by id): each bridge call that acts on
-   * data acts with it, so an Application deleted or narrowed during the invocation stops acting,
-   * or acts narrower, from that instant. Undefined: `actor` as it was when the invocation began.
+   * `actor` as it is now, within its binder's grants as they are now (the code host's cached
+   * lookups by id): each bridge call that acts on data acts with it, so an Application (or its
+   * binder) deleted or narrowed during the invocation stops acting, or acts narrower, from that
+   * instant. Undefined: `actor` as it was when the invocation began.
    */
   current?: (() => Promise<Principal | undefined>) | undefined
+  /**
+   * The Application that bound the code to `actor` (its `bound_by`): `current` acts within that
+   * Application's grants as they are now. Null or undefined: not bounded (see CodeHost.actor).
+   */
+  boundBy?: string | null | undefined
   /** Awaited before a bridge hands the running code plaintext (`reactor.token_read`, fail-closed). */
   tokenRead?: ((tokenIds: ReadonlySet<string>) => Promise<void>) | undefined
   /** Awaited after a bridge created tokens and before the code gets them (`token.create`, fail-closed). */

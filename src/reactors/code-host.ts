@@ -22,7 +22,7 @@ export interface CodeRunner {
   /** `context` goes with the call to every bridge call it makes (the acting Application, the audit hook). */
   invoke(code: HostedCode, args: unknown, context: InvocationContext): Promise<ReactorOutcome>
   /** The principal the code acts as now (see CodeHost); a runner without it leaves the principal as it began. */
-  actor?(tenantId: string, applicationId: string | null): Promise<Principal | undefined>
+  actor?(tenantId: string, applicationId: string | null, boundBy?: string | null): Promise<Principal | undefined>
 }
 
 /** One piece of code about to be saved. */
@@ -65,12 +65,28 @@ export interface CodeHost extends CodeRunner {
   authorizeBound(caller: Principal, applicationId: string | null): Promise<void>
   /** The version to save: kept while the code is the same, new when it changes, so the runtime drops isolates of the old code. */
   version(code: CodeList, current?: { code: CodeList; version: string }): string
-  /** The principal the code acts as; undefined when it is bound to none (or the Application is gone). */
-  actor(tenantId: string, applicationId: string | null): Promise<Principal | undefined>
+  /**
+   * The principal the code acts as: the Application, within the current grants of the
+   * Application that bound it (`boundBy`, see binderOf). Undefined when it is bound to none, or
+   * the Application or its binder is gone. Without `boundBy` (null: a row saved before binders
+   * were kept, with no known saver), the Application's own grants alone.
+   */
+  actor(tenantId: string, applicationId: string | null, boundBy?: string | null): Promise<Principal | undefined>
   /** The code is gone: its warm isolates go too. */
   retire(id: string): void
   /** Starts listening for changes to the Applications code acts as (with a bus). */
   start(): Promise<void>
+}
+
+/**
+ * Who binds code to an Application, stored beside the binding (`bound_by`) whenever it is saved:
+ * the code then acts as that Application only within this caller's current grants, as a session
+ * acts within its authorizer's. `check` judged the binding against the caller's grants as they
+ * were; the Application may be widened later, by someone else, and a narrow key must not gain
+ * that widening through code it bound (nor keep what it loses itself). Null with no Application.
+ */
+export function binderOf(caller: Principal, application: { id: string } | null | undefined): string | null {
+  return application ? caller.id : null
 }
 
 /**
@@ -133,11 +149,11 @@ export function createCodeHost(deps: { store: Store; runtime: CodeRuntime; codeM
       return same ? current.version : randomUUID()
     },
 
-    actor: (tenantId, applicationId) => (applicationId ? actors.find(tenantId, applicationId) : Promise.resolve(undefined)),
+    actor: (tenantId, applicationId, boundBy) => (applicationId ? boundActor(actors, tenantId, applicationId, boundBy) : Promise.resolve(undefined)),
 
     // Not `{ ...code, args, context }`: a spread followed by more properties is slow on Node 20.
     async invoke(code, args, context) {
-      const audit = failClosed(context, currentActor(actors, context.actor))
+      const audit = failClosed(context, currentActor(actors, context.actor, context.boundBy))
       let outcome: ReactorOutcome
       try {
         outcome = await runtime.invoke({ tenantId: code.tenantId, reactorId: code.reactorId, version: code.version, code: code.code, configuration: code.configuration, args, context: audit.context })
@@ -159,14 +175,38 @@ export function createCodeHost(deps: { store: Store; runtime: CodeRuntime; codeM
  * a new key since the invocation began, the call acts with what it holds now (nothing once gone).
  * An id is never reused, so once gone it is not looked up again.
  */
-function currentActor(actors: ActorLookup, actor: Principal | undefined): InvocationContext['current'] {
+function currentActor(actors: ActorLookup, actor: Principal | undefined, boundBy: string | null | undefined): InvocationContext['current'] {
   if (actor === undefined) return undefined
   let gone = false
   return async () => {
     if (gone) return undefined
-    const now = await actors.find(actor.tenantId, actor.id)
+    const now = await boundActor(actors, actor.tenantId, actor.id, boundBy)
     gone = now === undefined
     return now
+  }
+}
+
+/**
+ * The Application as it is now, within its binder's grants as they are now (both cached by id,
+ * dropped when either changes): a binder that was deleted leaves the code nothing to act as, one
+ * that was narrowed or expires narrows or ends it, as an authorizer does its sessions.
+ */
+async function boundActor(actors: ActorLookup, tenantId: string, applicationId: string, boundBy: string | null | undefined): Promise<Principal | undefined> {
+  const app = await actors.find(tenantId, applicationId)
+  if (app === undefined || !boundBy) return app
+  const binder = await actors.find(tenantId, boundBy)
+  if (binder === undefined) return undefined
+  const expiresAt = binder.expiresAt !== null && (app.expiresAt === null || binder.expiresAt < app.expiresAt) ? binder.expiresAt : app.expiresAt
+  return {
+    kind: app.kind,
+    id: app.id,
+    tenantId: app.tenantId,
+    type: app.type,
+    permissions: app.permissions,
+    rules: app.rules,
+    expiresAt,
+    keyHash: app.keyHash,
+    within: { permissions: binder.permissions, rules: binder.rules },
   }
 }
 

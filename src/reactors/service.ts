@@ -1,4 +1,4 @@
-import { actingApplication } from '../auth/policies.js'
+import { actingApplication, assertActive, requireHeld } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import type { Clock } from '../clock.js'
 import type { Config } from '../config/index.js'
@@ -8,7 +8,7 @@ import { changeStamp, newRecordStamp, type Page, type ReactorRecord, type Store 
 import type { TokenService, TokenView } from '../vault/token-service.js'
 import { detokenizeValue, tokenizeValue } from '../vault/tokenize.js'
 import type { VaultKeys } from '../vault/vault-keys.js'
-import { saveBound, type CodeDraft, type CodeHost, type ReactorOutcome } from './code-host.js'
+import { binderOf, saveBound, type CodeDraft, type CodeHost, type ReactorOutcome } from './code-host.js'
 import type { ReactorCache } from './reactor-cache.js'
 
 export interface ReactorInput {
@@ -46,7 +46,21 @@ export function reactorsService(deps: {
 
   const draft = (input: ReactorInput): CodeDraft => ({ pieces: [{ code: input.code, field: 'code' }], application: input.application })
 
-  async function shape(outcome: ReactorOutcome, actor: Principal | undefined, caller: Principal, audit: ReactorAudit | undefined): Promise<ReactResult> {
+  /**
+   * The caller as it is when the answer is shaped: the answer (and the tokens a `{ tokenize }`
+   * answer shows or finds again) goes to it, so a caller deleted or narrowed during a call (up to
+   * the time-out) gets only what it may have now: gone, 401; expired or no longer a private
+   * token:use key, 403. The same cached look-up by id the code's Application is re-read with.
+   */
+  async function currentCaller(caller: Principal): Promise<Principal> {
+    const now = await host.actor(caller.tenantId, caller.id)
+    if (now === undefined) throw new AppError('unauthenticated', { detail: 'The API key is no longer valid.' })
+    requireHeld(now, 'token:use', ['private'])
+    assertActive(now, deps.clock())
+    return now
+  }
+
+  async function shape(outcome: ReactorOutcome, reactor: ReactorRecord, actor: Principal | undefined, caller: Principal, audit: ReactorAudit | undefined): Promise<ReactResult> {
     if (outcome.kind === 'response') return { kind: 'response', status: outcome.status, headers: outcome.headers, body: outcome.body }
     const value = outcome.value
     if (value === null || typeof value !== 'object' || Array.isArray(value)) return { kind: 'result', body: { raw: value } }
@@ -54,7 +68,7 @@ export function reactorsService(deps: {
     let tokens: unknown
     if (tokenize !== undefined) {
       // As at each bridge call: the Application as it is now, not as the invocation began.
-      const acting = actingApplication(actor && (await host.actor(actor.tenantId, actor.id)), 'Reactor', deps.clock())
+      const acting = actingApplication(actor && (await host.actor(actor.tenantId, actor.id, reactor.bound_by)), 'Reactor', deps.clock())
       // The answer goes to the caller: it shows no more than both may read.
       tokens = await tokenizeValue(deps, acting, tokenize, deps.present, [acting, caller], audit?.tokensCreated)
     }
@@ -71,6 +85,7 @@ export function reactorsService(deps: {
         version: host.version([input.code]),
         configuration: input.configuration ?? {},
         application_id: input.application?.id ?? null,
+        bound_by: binderOf(caller, input.application),
       }
       await saveBound(store.reactors.insert(reactor))
       return reactor
@@ -90,6 +105,7 @@ export function reactorsService(deps: {
         version: host.version([input.code], { code: [current.code], version: current.version }),
         configuration: input.configuration ?? {},
         application_id: input.application?.id ?? null,
+        bound_by: binderOf(caller, input.application),
         ...changeStamp(caller),
       }))
       // The stored id, not the one asked with: uuids match in any case, cache keys only in one.
@@ -114,8 +130,8 @@ export function reactorsService(deps: {
       const { reactor, actor } = cached
       const detokenized = await detokenizeValue(deps.tokens, caller, args, deps.config.expressions.maxTokens, 'token:use', audit?.invoking)
       const code = { tenantId: reactor.tenant_id, reactorId: reactor.id, version: reactor.version, code: reactor.code, configuration: reactor.configuration }
-      const outcome = await host.invoke(code, detokenized, { actor, tokenRead: audit?.tokenRead, tokensCreated: audit?.tokensCreated, denied: audit?.denied, fetching: audit?.fetching })
-      return shape(outcome, actor, caller, audit)
+      const outcome = await host.invoke(code, detokenized, { actor, boundBy: reactor.bound_by, tokenRead: audit?.tokenRead, tokensCreated: audit?.tokensCreated, denied: audit?.denied, fetching: audit?.fetching })
+      return shape(outcome, reactor, actor, await currentCaller(caller), audit)
     },
   }
 }

@@ -12,6 +12,8 @@ export interface ProxyRecord {
   version: string
   configuration: Record<string, string>
   application_id: string | null
+  /** The Application whose key last saved the binding: the code acts within its current grants (null: not bounded). */
+  bound_by: string | null
   require_auth: boolean
   created_by: string | null
   created_at: Date

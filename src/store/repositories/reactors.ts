@@ -9,6 +9,8 @@ export interface ReactorRecord {
   version: string
   configuration: Record<string, string>
   application_id: string | null
+  /** The Application whose key last saved the binding: the code acts within its current grants (null: not bounded). */
+  bound_by: string | null
   created_by: string | null
   created_at: Date
   modified_by: string | null

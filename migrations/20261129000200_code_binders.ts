@@ -1,0 +1,30 @@
+import type { Knex } from 'knex'
+
+const TABLES = ['reactors', 'proxies'] as const
+
+/**
+ * Who bound a Reactor's or a proxy's Application (`bound_by`): the code acts as that Application
+ * only within the binder's current grants. No foreign key: a binder's deletion must not turn the
+ * column to null, which means "not bounded"; a deleted binder leaves the code nothing to act as.
+ *
+ * Rows saved before take their `modified_by`: every save (create or update) of a row with an
+ * Application checked that Application against the saving key's grants, so the last saver is the
+ * key that bound it as it stands. Bounding only ever narrows what the code did before. Rows with
+ * no Application, or no recorded saver, stay null.
+ */
+export async function up(knex: Knex): Promise<void> {
+  for (const table of TABLES) {
+    await knex.schema.alterTable(table, (t) => {
+      t.uuid('bound_by')
+    })
+    await knex(table).whereNotNull('application_id').update({ bound_by: knex.ref('modified_by') })
+  }
+}
+
+export async function down(knex: Knex): Promise<void> {
+  for (const table of TABLES) {
+    await knex.schema.alterTable(table, (t) => {
+      t.dropColumn('bound_by')
+    })
+  }
+}
