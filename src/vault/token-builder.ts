@@ -48,8 +48,8 @@ export function validateTokenFields(fields: TokenFields, options: { checkId: boo
     Object.assign(errors, templateErrors)
     if (options.checkMaskLimits && !templateErrors.mask) for (const problem of maskProblems(fields.mask, type.maskLimits, type.name)) add('mask', problem)
   }
-  if (fields.fingerprint_expression) Object.assign(errors, validateDataTemplate(fields.fingerprint_expression, 'fingerprint_expression'))
-  fields.search_indexes?.forEach((expr, i) => Object.assign(errors, validateDataTemplate(expr, `search_indexes[${i}]`)))
+  if (fields.fingerprint_expression) Object.assign(errors, validateDataTemplate(fields.fingerprint_expression, 'fingerprint_expression', { mustReferToData: true }))
+  fields.search_indexes?.forEach((expr, i) => Object.assign(errors, validateDataTemplate(expr, `search_indexes[${i}]`, { mustReferToData: true })))
   if (fields.expires_at && new Date(fields.expires_at).getTime() <= Date.now()) add('expires_at', 'must be in the future')
   return errors
 }
@@ -163,6 +163,17 @@ function rendered<T>(field: string, render: () => T): T {
     if (err instanceof ExpressionError) throw ValidationError.field(field, err.message)
     throw err
   }
+}
+
+/**
+ * What a deduplicating create of `record` looks for (`findByFingerprints`): a token of its type
+ * and fingerprint made by the same effective expression (the one asked for, or the type's
+ * default), so that a token whose own expression renders this value from other data (literal
+ * text, another field) is never taken for it.
+ */
+export function wantedFingerprint(record: TokenRecord, fingerprint: string) {
+  const defaultExpression = getTokenType(record.type as TokenTypeName).defaultFingerprintExpression
+  return { type: record.type, fingerprint, expression: record.fingerprint_expression ?? defaultExpression, defaultExpression, until: record.expires_at }
 }
 
 /** RFC 7386 JSON merge patch. */

@@ -4,7 +4,7 @@ import { AppError, ValidationError } from '../errors/index.js'
 import { isUniqueViolation, type Store, type StoreTransaction, type TokenRecord } from '../store/index.js'
 import { dataAad, decryptData, openData, unwrapDataKey } from './crypto/index.js'
 import type { TokenCache, UsableToken } from './token-cache.js'
-import { buildTokenRecord, mergePatch, type TokenFields, type VaultCrypto } from './token-builder.js'
+import { buildTokenRecord, mergePatch, wantedFingerprint, type TokenFields, type VaultCrypto } from './token-builder.js'
 import { tokenListing } from './token-listing.js'
 import { allowedMask, applyTransform, canonicalJson, getTokenType, isTokenTypeName, type Transform, type TokenTypeName } from './types/index.js'
 import type { VaultKeys } from './vault-keys.js'
@@ -143,7 +143,7 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache, o
       const insert = async (trx?: StoreTransaction): Promise<Awaited<ReturnType<typeof store.tokens.insert>> | TokenRecord> => {
         if (trx === undefined || fingerprint === null) return store.tokens.insert(record, trx)
         await store.tokens.lockFingerprints(principal.tenantId, [[record.type, fingerprint]], trx)
-        const [existing] = await store.tokens.findByFingerprints(principal.tenantId, [[record.type, fingerprint, record.expires_at]], equalityScopes(principal, 'token:create', ['fingerprint']), trx)
+        const [existing] = await store.tokens.findByFingerprints(principal.tenantId, [wantedFingerprint(record, fingerprint)], equalityScopes(principal, 'token:create', ['fingerprint']), trx)
         return existing ?? store.tokens.insert(record, trx)
       }
       let inserted: Awaited<ReturnType<typeof insert>> | undefined

@@ -5,7 +5,7 @@ import { compileValue, ExpressionError } from '../expressions/index.js'
 import { findUnsafeText } from '../shapes/unsafe-text.js'
 import type { Store, TokenRecord } from '../store/index.js'
 import { isUniqueViolation } from '../store/index.js'
-import { buildTokenRecord, type TokenFields } from './token-builder.js'
+import { buildTokenRecord, wantedFingerprint, type TokenFields } from './token-builder.js'
 import type { TokenService, TokenView } from './token-service.js'
 import { isTokenTypeName, TOKEN_TYPE_NAMES } from './types/index.js'
 import { requireReady, type VaultKeys } from './vault-keys.js'
@@ -99,19 +99,23 @@ export async function tokenizeValue(
 
   const shape = walk(value, '')
   if (Object.keys(errors).length) throw new ValidationError(errors)
-  const pair = (type: string, fingerprint: string | null) => `${type}\u0000${fingerprint}`
+  // One value: the same type and fingerprint made by the same effective expression (see `wantedFingerprint`).
+  const valueOf = ({ record }: Entry) => {
+    const wanted = wantedFingerprint(record, record.fingerprint!)
+    return `${wanted.type}\u0000${wanted.fingerprint}\u0000${wanted.expression}`
+  }
   const deduplicated = records.filter((entry) => entry.deduplicate && entry.record.fingerprint)
   // One value twice in one call is one token: the one of the entry that asks the longest life
   // (the first among equals), so every entry gets a token that lives at least as long as it asked.
   const lifetime = (entry: Entry) => entry.record.expires_at?.getTime() ?? Infinity
   const longestOfValue = new Map<string, Entry>()
   for (const entry of deduplicated) {
-    const key = pair(entry.record.type, entry.record.fingerprint)
+    const key = valueOf(entry)
     const longest = longestOfValue.get(key)
     if (longest === undefined || lifetime(entry) > lifetime(longest)) longestOfValue.set(key, entry)
   }
   for (const entry of deduplicated) {
-    const longest = longestOfValue.get(pair(entry.record.type, entry.record.fingerprint))
+    const longest = longestOfValue.get(valueOf(entry))
     if (longest !== entry) entry.sameAs = longest
   }
   // As POST /tokens: the existing token only where every viewer would see its fingerprint anyway.
@@ -122,11 +126,10 @@ export async function tokenizeValue(
       if (longestOfValue.size) {
         // Concurrent calls deduplicating the same value take turns from the look-up to the
         // commit, so the second finds the first's token instead of storing its own.
-        const wanted = [...longestOfValue.values()].map(({ record }) => record)
-        await deps.store.tokens.lockFingerprints(principal.tenantId, wanted.map((r) => [r.type, r.fingerprint!] as const), trx)
-        const found = await deps.store.tokens.findByFingerprints(principal.tenantId, wanted.map((r) => [r.type, r.fingerprint!, r.expires_at] as const), sameValue, trx)
-        const existing = new Map(found.map((record) => [pair(record.type, record.fingerprint), record]))
-        for (const entry of deduplicated) entry.existing = existing.get(pair(entry.record.type, entry.record.fingerprint))
+        const longest = [...longestOfValue.values()]
+        await deps.store.tokens.lockFingerprints(principal.tenantId, longest.map(({ record }) => [record.type, record.fingerprint!] as const), trx)
+        const found = await deps.store.tokens.findByFingerprints(principal.tenantId, longest.map(({ record }) => wantedFingerprint(record, record.fingerprint!)), sameValue, trx)
+        longest.forEach((entry, i) => (entry.existing = found[i]))
       }
       fresh = records.filter((entry) => !entry.existing && !entry.sameAs)
       const ids = fresh.map(({ record }) => record.id)

@@ -44,6 +44,15 @@ export interface AccessScope {
   marked?: { marks: readonly TokenMark[]; rules: AccessScope['rules'] }
 }
 
+/** A value a deduplicating create looks for (`findByFingerprints`); `expression` is the one it asked for, or `defaultExpression`. */
+export interface WantedFingerprint {
+  type: string
+  fingerprint: string
+  expression: string
+  defaultExpression: string
+  until: Date | null
+}
+
 /** The columns that mark a token whose equality tests tell more than its mask. */
 export type TokenMark = 'fingerprint_beyond_mask' | 'search_beyond_mask'
 
@@ -192,21 +201,34 @@ export function tokensRepository(knex: Knex, now: Clock) {
         .select('tenant_id', 'id', 'type', 'containers', 'mask', 'key_id', 'encrypted_key', 'ciphertext', 'expires_at')
     },
     /**
-     * For each (type, fingerprint) pair, the oldest live token with it among those `scopes` admit
-     * that lives at least until `until` (pairs without one have none), in one query. A token
-     * that expires sooner than asked must not stand in for a new one: it would vanish early.
-     * `until` null (never expire) takes only tokens that never expire.
+     * For each wanted value (the answer is aligned with `wanted`), in one query: the oldest live
+     * token `scopes` admit with its type and fingerprint, made by the same effective expression,
+     * that lives at least until `until` (null: never expires). A fingerprint hashes what the
+     * token's own expression renders, which another expression may render from other data; a
+     * token that expires sooner than asked would vanish early.
      */
-    async findByFingerprints(tenantId: string, wanted: readonly (readonly [type: string, fingerprint: string, until: Date | null])[], scopes: readonly AccessScope[], trx: Knex = knex): Promise<TokenRecord[]> {
+    async findByFingerprints(tenantId: string, wanted: readonly WantedFingerprint[], scopes: readonly AccessScope[], trx: Knex = knex): Promise<(TokenRecord | undefined)[]> {
       if (wanted.length === 0) return []
-      const q = live(trx).where({ tenant_id: tenantId })
-      void q.where((any) => {
-        for (const [type, fingerprint, until] of wanted) {
-          void any.orWhere((w) => w.where({ type, fingerprint }).where((e) => (until === null ? e.whereNull('expires_at') : e.whereNull('expires_at').orWhere('expires_at', '>=', until))))
-        }
-      })
+      const values = wanted.map(() => '(?::int, ?::text, ?::text, ?::text, ?::text, ?::timestamptz)').join(', ')
+      const bindings = wanted.flatMap((w, i) => [i, w.type, w.fingerprint, w.expression, w.defaultExpression, w.until])
+      // A token stored without an expression was fingerprinted with its type's default one.
+      const q = live(trx)
+        .joinRaw(
+          `join (values ${values}) as w(w_index, w_type, w_fingerprint, w_expression, w_default, w_until)
+            on tokens.type = w.w_type and tokens.fingerprint = w.w_fingerprint
+           and coalesce(tokens.fingerprint_expression, w.w_default) = w.w_expression
+           and (tokens.expires_at is null or tokens.expires_at >= w.w_until)`,
+          bindings,
+        )
+        .where('tokens.tenant_id', tenantId)
       applyScopes(q, scopes)
-      return q.distinctOn(['type', 'fingerprint']).orderBy([{ column: 'type' }, { column: 'fingerprint' }, { column: 'created_at' }, { column: 'id' }])
+      const rows: (TokenRecord & { w_index: number })[] = await q
+        .distinctOn(['w.w_index'])
+        .select('tokens.*', 'w.w_index')
+        .orderBy([{ column: 'w.w_index' }, { column: 'tokens.created_at' }, { column: 'tokens.id' }])
+      const found: (TokenRecord | undefined)[] = wanted.map(() => undefined)
+      for (const { w_index: index, ...row } of rows) found[index] = row
+      return found
     },
     /**
      * Takes, until `trx` ends, a lock per (type, fingerprint) of the tenant, in one order so two

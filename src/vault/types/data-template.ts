@@ -41,14 +41,23 @@ function checkReference(ref: string): string | null {
   return dataPath(ref) === null ? unknownReference(ref) : null
 }
 
+const NO_DATA_REFERENCE = 'must refer to the token data ({{ data }} or {{ data.<field> }}): literal text alone would match values the token does not hold'
+
 function unknownReference(ref: string): string {
   return `unknown reference ${JSON.stringify(ref)}; only data and data.<field> may be used here`
 }
 
-/** Field errors for a client-supplied mask or fingerprint expression, under `field`. */
-export function validateDataTemplate(template: unknown, field: string): FieldErrors {
+/**
+ * Field errors for a client-supplied mask, fingerprint expression or search index, under
+ * `field`. `mustReferToData` (fingerprint expressions and search indexes): at least one
+ * expression must reference the data, judged on the parse tree. Equality tests of literal text
+ * alone match a value the token does not hold: a token planted with `4242424242424242` as its
+ * expression was returned to every search and deduplicating create of that number.
+ */
+export function validateDataTemplate(template: unknown, field: string, options: { mustReferToData?: boolean } = {}): FieldErrors {
   try {
-    compileDataTemplate(template)
+    const compiled = compileDataTemplate(template)
+    if (options.mustReferToData && compiled.tokenIds.size === 0) return { [field]: [NO_DATA_REFERENCE] }
     return {}
   } catch (err) {
     if (err instanceof ExpressionError) return { [field]: [err.message] }

@@ -1,4 +1,4 @@
-import { toText } from '../../expressions/index.js'
+import { evaluateExpression, parseTemplate, toText, type TokenLookup } from '../../expressions/index.js'
 import { dataLookup, compileDataTemplate, dataRenderBudget } from './data-template.js'
 import type { TokenType } from './token-type.js'
 
@@ -10,22 +10,36 @@ import type { TokenType } from './token-type.js'
  */
 export function fingerprintInput(type: TokenType, data: unknown, expression = type.defaultFingerprintExpression): string | null {
   const canonical = type.canonicalize(data)
-  const value = compileDataTemplate(expression).render(dataLookup(canonical), dataRenderBudget(canonical))
-  if (value === null || value === '') return null
+  const lookup = dataLookup(canonical)
+  const value = compileDataTemplate(expression).render(lookup, dataRenderBudget(canonical))
+  if (value === null || value === '' || !rendersData(expression, lookup)) return null
   return canonicalJson(value)
+}
+
+/**
+ * Whether some expression of `template` renders any of the data: text around references that
+ * all render nothing (a missing field, `slice: 0, 0`) is literal text alone, which would make
+ * the token equal to a value it does not hold (validation refuses only templates without any
+ * reference). Called after the template rendered, so it parses and applies.
+ */
+function rendersData(template: string, lookup: TokenLookup): boolean {
+  const { parts, single } = parseTemplate(template)
+  if (single !== null) return true
+  return parts.some((part) => typeof part !== 'string' && toText(evaluateExpression(part, lookup)) !== '')
 }
 
 /**
  * The distinct values a token's `search_indexes` expressions produce over its data, as text,
  * ready for `TokenDataHasher.searchIndexHash`. Empty results are dropped: they would match every
- * token whose field is missing. All of them together share one `dataRenderBudget`.
+ * token whose field is missing; so are results of literal text alone (`rendersData`). All of
+ * them together share one `dataRenderBudget`.
  */
 export function searchIndexValues(data: unknown, expressions: readonly string[], budget = dataRenderBudget(data)): string[] {
   const lookup = dataLookup(data)
   const values = new Set<string>()
   for (const expression of expressions) {
     const text = toText(compileDataTemplate(expression).render(lookup, budget))
-    if (text !== '') values.add(text)
+    if (text !== '' && rendersData(expression, lookup)) values.add(text)
   }
   return [...values]
 }
