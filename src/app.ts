@@ -99,7 +99,7 @@ export function buildRouters(services: Services, drain = new Drain()): Router<Ap
   const api = new Router<AppState>()
   api.use(authenticate(services.authenticator))
   // The react route takes larger bodies than the rest; its own parser still applies its limit.
-  api.use(idempotency(services.idempotency, Math.max(config.bodyLimitBytes, config.reactors.payloadMaxBytes), logger))
+  api.use(idempotency(services.idempotency, Math.max(config.bodyLimitBytes, config.reactors.payloadMaxBytes), logger, services.authenticator))
   applicationsRoutes(api, services.applications, services.audit, body)
   applicationKeysRoutes(api, services.applicationKeys, services.audit)
   tenantRoutes(api, services.tenants, services.audit, body)

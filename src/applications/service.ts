@@ -61,21 +61,29 @@ export function applicationsService(deps: ApplicationsDeps) {
     const errors = validateGrants(found.type, next.permissions, next.rules)
     if (input.permissions && input.permissions.length === 0) (errors.permissions ??= []).push('must not be empty when given')
     if (Object.keys(errors).length) throw new ValidationError(errors)
-    const result = await store.applications.update(caller.tenantId, id, { name: input.name, ...next, ...changeStamp(caller) }, undefined, (current) => {
-      authorizeApplicationChange(caller, current, next)
-      // Widening hands out access for as long as the Application lives.
-      if (narrows(next, current)) authorizeLifetime(caller, current.expires_at, { what: 'The widened Application', field: 'id' })
+    const changed = await store.transaction(async (trx) => {
+      const result = await store.applications.update(caller.tenantId, id, { name: input.name, ...next, ...changeStamp(caller) }, trx, (current) => {
+        authorizeApplicationChange(caller, current, next)
+        // Widening hands out access for as long as the Application lives.
+        if (narrows(next, current)) authorizeLifetime(caller, current.expires_at, { what: 'The widened Application', field: 'id' })
+      })
+      if (!result) return undefined
+      // Cached principals carry the old grants, the sessions it authorized the old bound. A
+      // session acts within its authorizer's current grants, so narrowing a private Application
+      // narrows them; a public creator's grants bound nothing the session does, so narrowing
+      // one ends the sessions it vouched for under the wider grant. In the same transaction:
+      // a narrowing that committed without its sessions' end would never end them (a retry
+      // compares narrow with narrow).
+      const ends = result.previous.type === 'public' && narrows(result.previous, next)
+      return {
+        updated: result.updated,
+        keyHashes: [result.updated.key_hash, ...(await store.applicationKeys.hashesOf(caller.tenantId, id, trx))],
+        sessions: ends ? await store.sessions.deleteOf(caller.tenantId, id, trx) : await store.sessions.keyHashesOf(caller.tenantId, id, trx),
+      }
     })
-    if (!result) throw new AppError('not_found', { detail: 'No Application with this id.' })
-    // Cached principals carry the old grants, the sessions it authorized the old bound. A
-    // session acts within its authorizer's current grants, so narrowing a private Application
-    // narrows them; a public creator's grants bound nothing the session does, so narrowing
-    // one ends the sessions it vouched for under the wider grant.
-    const keyHashes = [result.updated.key_hash, ...(await store.applicationKeys.hashesOf(caller.tenantId, id))]
-    const ends = result.previous.type === 'public' && narrows(result.previous, next)
-    const sessions = ends ? await store.sessions.deleteOf(caller.tenantId, id) : await store.sessions.keyHashesOf(caller.tenantId, id)
-    await invalidate(keyHashes, sessions)
-    return result.updated
+    if (!changed) throw new AppError('not_found', { detail: 'No Application with this id.' })
+    await invalidate(changed.keyHashes, changed.sessions)
+    return changed.updated
   }
 
   /** A new key ends the sessions the Application created or authorized: they were vouched for by the old one. */

@@ -151,9 +151,10 @@ t.test('a session authorization whose entry cannot be written grants nothing: it
   const grant = { nonce: session.nonce, rules: [{ priority: 1, transform: 'reveal', permissions: ['token:read'], conditions: [{ attribute: 'id', operator: 'starts_with', value: 'fcp-' }] }] }
   await app.services.audit.flush()
   await knex.raw('alter table audit_events rename to audit_events_away')
+  const headers = { 'SVC-IDEMPOTENCY-KEY': 'authorize-once' }
   let refused
   try {
-    refused = await app.request('POST', '/sessions/authorize', { key: privateKey, body: grant })
+    refused = await app.request('POST', '/sessions/authorize', { key: privateKey, body: grant, headers })
   } finally {
     await knex.raw('alter table audit_events_away rename to audit_events')
   }
@@ -161,8 +162,8 @@ t.test('a session authorization whose entry cannot be written grants nothing: it
   const read = await app.request('GET', `/tokens/${token}`, { key: session.session_key })
   t.equal(read.status, 403, 'the session holds no grant')
   t.notMatch(JSON.stringify(read.body), VISA)
-  const retried = await app.request('POST', '/sessions/authorize', { key: privateKey, body: grant })
-  t.equal(retried.status, 200, 'the nonce was not used up: the backend retries')
+  const retried = await app.request('POST', '/sessions/authorize', { key: privateKey, body: grant, headers })
+  t.equal(retried.status, 200, 'the nonce was not used up: the backend retries, with the same idempotency key')
   t.equal((await app.request('GET', `/tokens/${token}`, { key: session.session_key })).body.data, VISA)
   await app.services.audit.flush()
   const rows = await auditRows(app)

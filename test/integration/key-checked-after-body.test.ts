@@ -74,3 +74,30 @@ t.test('a pre-configured proxy deleted while the body was on its way sends nothi
   t.ok(res.status === 401 || res.status === 403, `refused (${res.status})`)
   t.equal(stub.seen.length, before, 'the destination received nothing')
 })
+
+t.test('an idempotency key does not carry a revoked key past the body: the stage that reads it checks again', async (t) => {
+  const payments = await victim(['token:read', 'token:use'])
+  const rules = [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:read', 'token:use'] }]
+  const manager = await app.request('POST', '/applications', { body: { name: 'manager', type: 'management', permissions: ['application:read', 'application:update'], rules } })
+  t.equal(manager.status, 201)
+  const keysBefore = (await app.request('GET', `/applications/${payments.id}/keys`)).body.length as number
+  const finish = await started(`/applications/${payments.id}/keys`, { 'SVC-API-KEY': manager.body.key, 'SVC-IDEMPOTENCY-KEY': 'mint-1' }, `{}${' '.repeat(16)}`)
+  t.equal((await app.request('DELETE', `/applications/${manager.body.id}`)).status, 204)
+  const res = await finish()
+  t.equal(res.status, 401)
+  t.notMatch(res.text, 'tsr_priv_')
+  t.equal((await app.request('GET', `/applications/${payments.id}/keys`)).body.length, keysBefore, 'no key was minted')
+})
+
+t.test('a pre-configured proxy re-pointed while the body was on its way sends to its new destination', async (t) => {
+  const { id } = await victim(['token:use'])
+  const moved = await startStub(t)
+  const proxy = await app.request('POST', '/proxies', { body: { name: 'moving', destination_url: stub.origin, require_auth: false, application: { id } } })
+  t.equal(proxy.status, 201)
+  const before = stub.seen.length
+  const finish = await started('/proxy', { 'SVC-PROXY-KEY': proxy.body.key }, detokenize)
+  t.equal((await app.request('PUT', `/proxies/${proxy.body.id}`, { body: { name: 'moving', destination_url: moved.origin, require_auth: false, application: { id } } })).status, 200)
+  t.equal((await finish()).status, 200)
+  t.equal(stub.seen.length, before, 'the old destination received nothing')
+  t.equal(moved.seen.length, 1, 'the new one received the call')
+})

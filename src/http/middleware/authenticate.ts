@@ -1,4 +1,4 @@
-import type { Middleware } from 'koa'
+import type { Middleware, ParameterizedContext } from 'koa'
 import type { Authenticator } from '../../auth/authenticator.js'
 import type { Permission } from '../../auth/permissions.js'
 import { requireHeld } from '../../auth/policies.js'
@@ -32,12 +32,20 @@ export function requirePermission(permission: Permission, types?: readonly Princ
  */
 export function reauthenticate(authenticator: Authenticator): Middleware<AppState> {
   return async (ctx, next) => {
-    if (ctx.state.principal !== undefined) {
-      ctx.state.principal = await authenticator.authenticate(ctx.get('svc-api-key') || undefined)
-      ctx.state.requirement?.(ctx.state.principal)
-    }
+    await authenticateAgain(ctx, authenticator)
     await next()
   }
+}
+
+/**
+ * The check of `reauthenticate`, for every stage that reads a body (the body parsers, and the
+ * idempotency stage, which reads it before routes that have none: a key minted or a session
+ * made by a route after it must not rest on a key revoked while the body was on its way).
+ */
+export async function authenticateAgain(ctx: ParameterizedContext<AppState>, authenticator: Authenticator): Promise<void> {
+  if (ctx.state.principal === undefined) return
+  ctx.state.principal = await authenticator.authenticate(ctx.get('svc-api-key') || undefined)
+  ctx.state.requirement?.(ctx.state.principal)
 }
 
 export function currentPrincipal(state: AppState): Principal {

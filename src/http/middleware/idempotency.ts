@@ -6,7 +6,8 @@ import { isUncertainWrite } from '../../store/unavailable.js'
 import type { AppState } from '../context.js'
 import { replayPolicy, storedAnswer } from '../idempotency-replay.js'
 import { answerJson } from '../json-answer.js'
-import { currentPrincipal } from './authenticate.js'
+import type { Authenticator } from '../../auth/authenticator.js'
+import { authenticateAgain, currentPrincipal } from './authenticate.js'
 import { readRaw } from './json-body.js'
 
 export const IDEMPOTENCY_HEADER = 'SVC-IDEMPOTENCY-KEY'
@@ -20,15 +21,16 @@ const VALID_KEY = /^[\x21-\x7e]{1,255}$/
  * route produced are stored: a request that fails gives its key up, so a retry runs afresh,
  * unless its change stands (see below).
  */
-export function idempotency(service: IdempotencyService, bodyLimitBytes: number, logger: Logger): Middleware<AppState> {
+export function idempotency(service: IdempotencyService, bodyLimitBytes: number, logger: Logger, authenticator: Authenticator): Middleware<AppState> {
   return async (ctx, next) => {
     const key = ctx.get(IDEMPOTENCY_HEADER)
     if (key === '' || !METHODS.has(ctx.method)) return next()
     const policy = replayPolicy(ctx.path)
     if (policy === 'skip') return next()
     if (!VALID_KEY.test(key)) throw ValidationError.field(IDEMPOTENCY_HEADER, 'must be 1 to 255 visible ASCII characters')
-    const principal = currentPrincipal(ctx.state)
     const raw = (ctx.state.rawBody = await readRaw(ctx.req, bodyLimitBytes))
+    await authenticateAgain(ctx, authenticator)
+    const principal = currentPrincipal(ctx.state)
     const fingerprint = service.fingerprint(principal.id, ctx.method, ctx.path, ctx.querystring, raw)
     const start = await service.begin(principal.tenantId, key, fingerprint)
     if (start.kind === 'replay') {

@@ -77,15 +77,16 @@ async function handleProxy(ctx: AppContext, deps: ProxyRouteDeps): Promise<void>
  * trip once the proxy is cached. Who detokenizes is decided in auth/policies.ts.
  */
 async function handlePreconfigured(ctx: AppContext, deps: ProxyRouteDeps, proxyKey: string): Promise<void> {
-  const first = await resolvePreconfigured(ctx, deps, proxyKey)
-  const path = ctx.path.slice(PREFIX.length)
-  const query = ctx.querystring
-  const destination = first.found.service.destination(first.found.proxy.destination_url, path, query)
+  await resolvePreconfigured(ctx, deps, proxyKey)
   const body = await readBody(ctx.req, deps.bodyLimitBytes)
-  // Again once the body is in (see handleProxy): the proxy, its Application or the caller's key
-  // may have been deleted or narrowed meanwhile. Both are cache hits when nothing changed.
+  // Again once the body is in (see handleProxy): the proxy (its destination too), its
+  // Application or the caller's key may have been changed or deleted meanwhile. Cache hits when
+  // nothing changed.
   const { found, principal } = await resolvePreconfigured(ctx, deps, proxyKey)
   const { proxy, actor, service } = found
+  const path = ctx.path.slice(PREFIX.length)
+  const query = ctx.querystring
+  const destination = service.destination(proxy.destination_url, path, query)
   const audit = new ProxyCallAudit(ctx, deps.audit, destination, proxy.id)
   const result = await service.call({ principal, actor, method: ctx.method, destination, path, query, headers: ctx.req.rawHeaders, body, caller: new CallerLink(ctx), audit }).catch(auditFailure(audit))
   sendAudited(ctx, result, audit)

@@ -1,7 +1,7 @@
 import type { AuditRecorder } from '../../audit/audit-log.js'
 import type { StoreTransaction } from '../../store/index.js'
 import type { SessionsService } from '../../vault/sessions.js'
-import { changeEvent } from '../audit-context.js'
+import { auditEvent, changeEvent } from '../audit-context.js'
 import type { AppRouter } from '../context.js'
 import { currentPrincipal } from '../middleware/authenticate.js'
 import { presentSessionAuthorized, presentSessionCreated } from '../presenters/sessions.js'
@@ -20,8 +20,12 @@ export function sessionRoutes(router: AppRouter, sessions: SessionsService, audi
   })
 
   router.post('/sessions/authorize', body.json, async (ctx) => {
-    const record = (trx: StoreTransaction, id: string) => audit.recordIn(trx, [changeEvent(ctx, 'session.authorize', 'session', id, 200)])
+    // Built as not yet changed: the grant commits with its entry, or neither stands (a retry with
+    // the same idempotency key then runs again).
+    const event = (id: string) => auditEvent(ctx, { action: 'session.authorize', target: { type: 'session', ids: [id] }, outcome: 'success', status: 200 }, false)
+    const record = (trx: StoreTransaction, id: string) => audit.recordIn(trx, [event(id)])
     const authorized = await sessions.authorizeSession(currentPrincipal(ctx.state), parseAuthorize(ctx.state.body), record)
+    ctx.state.changed = true
     ctx.body = presentSessionAuthorized(authorized)
   })
 }
