@@ -10,14 +10,16 @@ const TABLES = ['reactors', 'proxies'] as const
  * Rows saved before take their `modified_by`: every save (create or update) of a row with an
  * Application checked that Application against the saving key's grants, so the last saver is the
  * key that bound it as it stands. Bounding only ever narrows what the code did before. Rows with
- * no Application, or no recorded saver, stay null.
+ * no Application, no recorded saver, or a saver deleted since, stay null.
  */
 export async function up(knex: Knex): Promise<void> {
   for (const table of TABLES) {
     await knex.schema.alterTable(table, (t) => {
       t.uuid('bound_by')
     })
-    await knex(table).whereNotNull('application_id').update({ bound_by: knex.ref('modified_by') })
+    // Only a saver that still exists: code whose saver was deleted before the upgrade went on
+    // acting as its Application; bounding it by a binder that is gone would stop it unannounced.
+    await knex(table).whereNotNull('application_id').whereIn('modified_by', knex('applications').select('id')).update({ bound_by: knex.ref('modified_by') })
   }
 }
 

@@ -131,7 +131,7 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
     loadActor: (reactor) => host.actor(reactor.tenant_id, reactor.application_id, reactor.bound_by),
   })
   await reactorCache.start()
-  const reactors = reactorsService({ store, keys, tokens, host, config, present: rendering.presentToken, cache: reactorCache, clock })
+  const reactors = reactorsService({ store, keys, tokens, host, config, present: rendering.presentToken, cache: reactorCache, clock, authenticator })
   const proxies = preconfiguredProxiesService({ store, bus, hasher, host, forwarder, tokens, config })
   await proxies.start()
 

@@ -13,6 +13,12 @@ export const AUTH_CHANNEL = 'tessera_auth_invalidate'
 export interface Authenticator {
   /** Resolves a presented key; 401 when missing, unknown or expired. */
   authenticate(key: string | undefined): Promise<Principal>
+  /**
+   * The principal the key `principal` was resolved from resolves to now (a cache hit when
+   * nothing changed); undefined when that key no longer authenticates (regenerated, deleted).
+   * Expiry is left to the caller.
+   */
+  current(principal: Principal): Promise<Principal | undefined>
   /** Drops a key from every process's cache (regenerate, delete, expiry). */
   invalidateKey(keyHash: string): Promise<void>
   /**
@@ -57,6 +63,10 @@ export function createAuthenticator(deps: { bus: InvalidationBus; hasher: ApiKey
         throw new AppError('unauthenticated', { detail: 'The API key has expired.' })
       }
       return principal
+    },
+    async current(principal) {
+      const now = await cache.get(principal.keyHash)
+      return now && deps.hasher.sameHash(principal.keyHash, now.keyHash) ? now : undefined
     },
     invalidateKey: (keyHash) => cache.invalidate(keyHash),
     async changing(change) {

@@ -1,4 +1,5 @@
 import { actingApplication, assertActive, requireHeld } from '../auth/policies.js'
+import type { Authenticator } from '../auth/authenticator.js'
 import type { Principal } from '../auth/principal.js'
 import type { Clock } from '../clock.js'
 import type { Config } from '../config/index.js'
@@ -34,6 +35,8 @@ export function reactorsService(deps: {
   cache: ReactorCache
   /** Whether the Application a Reactor acts as has expired. */
   clock: Clock
+  /** The caller's key as it resolves when the answer is shaped (see currentCaller). */
+  authenticator: Pick<Authenticator, 'current'>
 }) {
   const { store, host, cache } = deps
   const notFound = () => new AppError('not_found', { detail: 'No Reactor with this id.' })
@@ -49,11 +52,12 @@ export function reactorsService(deps: {
   /**
    * The caller as it is when the answer is shaped: the answer (and the tokens a `{ tokenize }`
    * answer shows or finds again) goes to it, so a caller deleted or narrowed during a call (up to
-   * the time-out) gets only what it may have now: gone, 401; expired or no longer a private
-   * token:use key, 403. The same cached look-up by id the code's Application is re-read with.
+   * the time-out) gets only what it may have now: its key gone (the Application deleted, the key
+   * regenerated or deleted), 401; expired or no longer a private token:use key, 403. The
+   * authenticator's cached look-up of the key the call came with.
    */
   async function currentCaller(caller: Principal): Promise<Principal> {
-    const now = await host.actor(caller.tenantId, caller.id)
+    const now = await deps.authenticator.current(caller)
     if (now === undefined) throw new AppError('unauthenticated', { detail: 'The API key is no longer valid.' })
     requireHeld(now, 'token:use', ['private'])
     assertActive(now, deps.clock())

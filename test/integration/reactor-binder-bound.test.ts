@@ -149,12 +149,15 @@ t.test('the migration takes the binder of existing rows from their last saver', 
   await knex('reactors').insert([
     { ...row('00000000-0000-4000-8000-000000000101', '00000000-0000-4000-8000-00000000000a'), code: 'x', version: '00000000-0000-4000-8000-000000000001' },
     { ...row('00000000-0000-4000-8000-000000000102', null), code: 'x', version: '00000000-0000-4000-8000-000000000001' },
+    // Saved by a key deleted before the upgrade: left acting as its Application alone, not stopped.
+    { ...row('00000000-0000-4000-8000-000000000103', '00000000-0000-4000-8000-00000000000a'), modified_by: '00000000-0000-4000-8000-0000000000ff', code: 'x', version: '00000000-0000-4000-8000-000000000001' },
   ])
   await knex('proxies').insert({ ...row('00000000-0000-4000-8000-000000000201', '00000000-0000-4000-8000-00000000000a'), key_hash: 'c'.repeat(64), destination_url: 'https://example.com', version: '00000000-0000-4000-8000-000000000001' })
   await knex.migrate.up({ migrationSource })
   t.same(await knex('reactors').select('id', 'bound_by').orderBy('id'), [
     { id: '00000000-0000-4000-8000-000000000101', bound_by: saver },
     { id: '00000000-0000-4000-8000-000000000102', bound_by: null },
+    { id: '00000000-0000-4000-8000-000000000103', bound_by: null },
   ])
   t.same(await knex('proxies').select('bound_by'), [{ bound_by: saver }])
 })

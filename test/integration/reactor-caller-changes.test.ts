@@ -81,6 +81,12 @@ t.test('a caller that changes while its Reactor call runs', async (t) => {
     t.notMatch(res.text, PLAIN)
   })
 
+  t.test('its key regenerated (a leaked key replaced): no answer to the old key (401)', async (t) => {
+    const res = await during(t, tokenizing, (id) => app.request('POST', `/applications/${id}/regenerate`), 200)
+    t.equal(res.status, 401, res.text)
+    t.notMatch(res.text, PLAIN)
+  })
+
   t.test('token:use removed: no answer (403)', async (t) => {
     const res = await during(t, raw, (id) => app.request('PUT', `/applications/${id}`, { body: { name: 'test app', rules: rule(['token:read']) } }), 200)
     t.equal(res.status, 403, res.text)
