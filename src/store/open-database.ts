@@ -87,8 +87,11 @@ async function migrateLatest(knex: Knex): Promise<string[]> {
   // a transaction of its own, and a process killed meanwhile leaves it set: every later start
   // would fail "Migration table is already locked". Freeing it is safe: every caller holds
   // Tessera's exclusive migration lock here (migratePostgres's advisory lock, PGlite's data-dir
-  // lock, or an in-memory database of this process alone), so no one else is migrating.
-  await knex.migrate.forceFreeMigrationsLock({ migrationSource })
+  // lock, or an in-memory database of this process alone), so no one else is migrating. An
+  // update of the row, not knex's forceFreeMigrationsLock (delete and insert): the service role
+  // of docs/audit-grants.sql may only select and update it.
+  const lockTable = (await knex.raw("select to_regclass('knex_migrations_lock') is not null as found")) as { rows: { found: boolean }[] }
+  if (lockTable.rows[0]?.found) await knex('knex_migrations_lock').where('is_locked', 1).update({ is_locked: 0 })
   const [, names] = (await knex.migrate.latest({ migrationSource })) as [number, string[]]
   return names
 }
