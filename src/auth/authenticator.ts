@@ -21,6 +21,8 @@ export interface Authenticator {
   current(principal: Principal): Promise<Principal | undefined>
   /** Drops a key from every process's cache (regenerate, delete, expiry). */
   invalidateKey(keyHash: string): Promise<void>
+  /** Drops every key from every process's cache (and what depends on them): many keys at once. */
+  invalidateAll(): Promise<void>
   /**
    * Runs a change of keys or grants. When it fails other than by a refusal (an answer lost after
    * the commit, a failure between the commit and its invalidations), the change may stand with
@@ -69,6 +71,7 @@ export function createAuthenticator(deps: { bus: InvalidationBus; hasher: ApiKey
       return now && deps.hasher.sameHash(principal.keyHash, now.keyHash) ? now : undefined
     },
     invalidateKey: (keyHash) => cache.invalidate(keyHash),
+    invalidateAll: () => cache.invalidate(EVERY_KEY),
     async changing(change) {
       try {
         return await change()

@@ -20,9 +20,17 @@ export interface SessionRecord {
   expires_at: Date
 }
 
+/**
+ * The authorized sessions (those holding grants) an Application created or authorized. Pending
+ * ones are left out: anyone holding a public key makes them, as many as its rate allows, so a
+ * statement over all of them inside an Application's change could be made to outrun every
+ * time-out and block that change. They hold nothing, end within minutes, and are refused once
+ * their creator's key changes or goes (sessionLookup).
+ */
 function ofApplication(knex: Knex, tenantId: string, applicationId: string) {
   return knex('sessions')
     .where({ tenant_id: tenantId })
+    .whereNotNull('authorized_at')
     .where((q) => q.where('created_by', applicationId).orWhere('authorized_by', applicationId))
 }
 
@@ -54,20 +62,22 @@ export function sessionsRepository(knex: Knex) {
         .returning('*')
       return row as SessionRecord | undefined
     },
-    /** Key hashes of the sessions an Application created or authorized (to drop them from caches). */
+    /** Key hashes of the authorized sessions an Application created or authorized (to drop them from caches). */
     async keyHashesOf(tenantId: string, applicationId: string, trx: Knex = knex): Promise<string[]> {
       const rows = await ofApplication(trx, tenantId, applicationId).select('key_hash')
       return (rows as { key_hash: string }[]).map((r) => r.key_hash)
     },
-    /** Ends the sessions an Application created or authorized; returns their key hashes. */
+    /** Ends the authorized sessions an Application created or authorized; returns their key hashes. */
     async deleteOf(tenantId: string, applicationId: string, trx: Knex = knex): Promise<string[]> {
       const rows = await ofApplication(trx, tenantId, applicationId).delete().returning(['key_hash'])
       return (rows as { key_hash: string }[]).map((r) => r.key_hash)
     },
     /** Ends the sessions created or authorized with one key; returns their key hashes. */
     async deleteOfKey(tenantId: string, keyHash: string, trx: Knex = knex): Promise<string[]> {
+      // Authorized ones only, as ofApplication; pending ones made with the key are refused once it is gone.
       const rows = await trx('sessions')
         .where({ tenant_id: tenantId })
+        .whereNotNull('authorized_at')
         .where((q) => q.where('created_by_key_hash', keyHash).orWhere('authorized_by_key_hash', keyHash))
         .delete()
         .returning(['key_hash'])
