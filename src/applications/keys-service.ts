@@ -70,7 +70,7 @@ export function applicationKeysService(deps: { store: Store; hasher: ApiKeyHashe
         return keyHash === undefined ? undefined : { keyHash, sessions: await store.sessions.deleteOfKey(caller.tenantId, keyHash, trx) }
       })
       if (!deleted) throw notFound()
-      for (const hash of [deleted.keyHash, ...deleted.sessions]) await authenticator.invalidateKey(hash)
+      await authenticator.invalidateKeys([deleted.keyHash, ...deleted.sessions])
     }),
   }
 }

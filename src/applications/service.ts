@@ -36,8 +36,6 @@ export interface WithKey {
   key: string
 }
 
-const MAX_SINGLE_INVALIDATIONS = 100
-
 export function applicationsService(deps: ApplicationsDeps) {
   const { store, hasher, authenticator } = deps
 
@@ -52,10 +50,7 @@ export function applicationsService(deps: ApplicationsDeps) {
    * authorized (they reload bounded by its current grants, or end): the same NOTIFY as keys.
    */
   async function invalidate(keyHashes: string | readonly string[], sessionKeyHashes: readonly string[]): Promise<void> {
-    const hashes = [...(typeof keyHashes === 'string' ? [keyHashes] : keyHashes), ...sessionKeyHashes]
-    // Each key is a NOTIFY and a wait for its echo: past a few, one "every key" does it at once.
-    if (hashes.length > MAX_SINGLE_INVALIDATIONS) return authenticator.invalidateAll()
-    for (const hash of hashes) await authenticator.invalidateKey(hash)
+    await authenticator.invalidateKeys([...(typeof keyHashes === 'string' ? [keyHashes] : keyHashes), ...sessionKeyHashes])
   }
 
   async function updateApplication(caller: Principal, id: string, input: ApplicationUpdate): Promise<ApplicationRecord> {

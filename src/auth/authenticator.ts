@@ -13,6 +13,8 @@ export const AUTH_CHANNEL = 'tessera_auth_invalidate'
 export interface Authenticator {
   /** Resolves a presented key; 401 when missing, unknown or expired. */
   authenticate(key: string | undefined): Promise<Principal>
+  /** `authenticate` again for the key `principal` was resolved from, by its hash (no header, no hashing): 401 when it no longer authenticates. */
+  again(principal: Principal): Promise<Principal>
   /**
    * The principal the key `principal` was resolved from resolves to now (a cache hit when
    * nothing changed); undefined when that key no longer authenticates (regenerated, deleted).
@@ -21,8 +23,11 @@ export interface Authenticator {
   current(principal: Principal): Promise<Principal | undefined>
   /** Drops a key from every process's cache (regenerate, delete, expiry). */
   invalidateKey(keyHash: string): Promise<void>
-  /** Drops every key from every process's cache (and what depends on them): many keys at once. */
-  invalidateAll(): Promise<void>
+  /**
+   * Drops these keys from every process's cache. Each is a NOTIFY and a wait for its echo: past
+   * a hundred, one "every key" (and what depends on them) does it at once.
+   */
+  invalidateKeys(keyHashes: readonly string[]): Promise<void>
   /**
    * Runs a change of keys or grants. When it fails other than by a refusal (an answer lost after
    * the commit, a failure between the commit and its invalidations), the change may stand with
@@ -39,6 +44,8 @@ export interface Authenticator {
  * A key that is regenerated or deleted must stop working at once in every Tessera process:
  * the invalidating cache drops it everywhere (and caches nothing while it could miss that).
  */
+const MAX_SINGLE_INVALIDATIONS = 100
+
 export function createAuthenticator(deps: { bus: InvalidationBus; hasher: ApiKeyHasher; lookups: PrincipalLookup[]; logger: Logger; clock?: Clock }): Authenticator {
   const clock = deps.clock ?? systemClock
   const cached = createInvalidatingCache<Principal>({ bus: deps.bus, channel: AUTH_CHANNEL, maxEntries: 50_000, maxBytes: 32 * 1024 * 1024, sizeOf: approximateBytes })
@@ -51,27 +58,29 @@ export function createAuthenticator(deps: { bus: InvalidationBus; hasher: ApiKey
     return undefined
   }
   const cache = loadingCache(cached, lookup)
+  const resolve = async (keyHash: string) => {
+    const principal = await cache.get(keyHash)
+    return principal && deps.hasher.sameHash(keyHash, principal.keyHash) ? principal : undefined
+  }
+  const valid = (principal: Principal | undefined): Principal => {
+    if (!principal) throw new AppError('unauthenticated', { detail: 'The API key is not valid.' })
+    if (principal.expiresAt && principal.expiresAt.getTime() <= clock()) throw new AppError('unauthenticated', { detail: 'The API key has expired.' })
+    return principal
+  }
 
   return {
     async authenticate(key) {
       if (!key) throw new AppError('unauthenticated', { detail: 'The SVC-API-KEY header is required.' })
       if (!looksLikeKey(key)) throw new AppError('unauthenticated', { detail: 'The API key is not valid.' })
-      const keyHash = deps.hasher.hash(key)
-      const principal = await cache.get(keyHash)
-      if (!principal || !deps.hasher.sameHash(keyHash, principal.keyHash)) {
-        throw new AppError('unauthenticated', { detail: 'The API key is not valid.' })
-      }
-      if (principal.expiresAt && principal.expiresAt.getTime() <= clock()) {
-        throw new AppError('unauthenticated', { detail: 'The API key has expired.' })
-      }
-      return principal
+      return valid(await resolve(deps.hasher.hash(key)))
     },
-    async current(principal) {
-      const now = await cache.get(principal.keyHash)
-      return now && deps.hasher.sameHash(principal.keyHash, now.keyHash) ? now : undefined
-    },
+    again: async (principal) => valid(await resolve(principal.keyHash)),
+    current: (principal) => resolve(principal.keyHash),
     invalidateKey: (keyHash) => cache.invalidate(keyHash),
-    invalidateAll: () => cache.invalidate(EVERY_KEY),
+    async invalidateKeys(keyHashes) {
+      if (keyHashes.length > MAX_SINGLE_INVALIDATIONS) return cache.invalidate(EVERY_KEY)
+      for (const hash of keyHashes) await cache.invalidate(hash)
+    },
     async changing(change) {
       try {
         return await change()

@@ -44,7 +44,7 @@ export function reauthenticate(authenticator: Authenticator): Middleware<AppStat
  */
 export async function authenticateAgain(ctx: ParameterizedContext<AppState>, authenticator: Authenticator): Promise<void> {
   if (ctx.state.principal === undefined) return
-  ctx.state.principal = await authenticator.authenticate(ctx.get('svc-api-key') || undefined)
+  ctx.state.principal = await authenticator.again(ctx.state.principal)
   ctx.state.requirement?.(ctx.state.principal)
 }
 

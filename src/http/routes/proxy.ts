@@ -64,7 +64,7 @@ async function handleProxy(ctx: AppContext, deps: ProxyRouteDeps): Promise<void>
   const body = await readBody(ctx.req, deps.bodyLimitBytes)
   // Again once the body is in (it may follow the headers by up to the request time-out): a key
   // revoked or narrowed meanwhile must not detokenize a body chosen after the change.
-  const principal = (ctx.state.principal = await deps.authenticator.authenticate(ctx.get('svc-api-key') || undefined))
+  const principal = (ctx.state.principal = await deps.authenticator.again(currentPrincipal(ctx.state)))
   await allowed(principal)
   const audit = new ProxyCallAudit(ctx, deps.audit, destination, undefined)
   const result = await deps.proxy.call({ principal, method: ctx.method, destination, path, query, headers: ctx.req.rawHeaders, body, caller: new CallerLink(ctx), audit }).catch(auditFailure(audit))
