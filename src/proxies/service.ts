@@ -20,8 +20,11 @@ export interface ProxyWithKey {
   key: string
 }
 
-/** What `/proxy` with SVC-PROXY-KEY runs: the proxy, who it acts as and its service (auth/policies.ts decides whether it may). */
-export type ResolvedProxy = CachedProxy
+/**
+ * What `/proxy` with SVC-PROXY-KEY runs: the proxy, who it acts as and its service
+ * (auth/policies.ts decides whether it may), and the key's hash to resolve it again by.
+ */
+export type ResolvedProxy = CachedProxy & { keyHash: string }
 
 /**
  * Pre-configured proxies: their CRUD, their keys, and resolving a key to the proxy. Each one
@@ -46,6 +49,13 @@ export function preconfiguredProxiesService(deps: { store: Store; bus: Invalidat
       return { proxy, actor: await host.actor(proxy.tenant_id, proxy.application_id, proxy.bound_by), service }
     },
   })
+  const resolve = async (keyHash: string): Promise<ResolvedProxy | undefined> => {
+    const found = await cache.get(keyHash)
+    if (found === undefined) return undefined
+    const { proxy, service } = found
+    const actor = proxy.bound_by === null ? found.actor : await host.actor(proxy.tenant_id, proxy.application_id, proxy.bound_by)
+    return { proxy, actor, service, keyHash }
+  }
   const notFound = () => new AppError('not_found', { detail: 'No proxy with this id.' })
 
   async function find(tenantId: string, id: string): Promise<ProxyRecord> {
@@ -110,12 +120,10 @@ export function preconfiguredProxiesService(deps: { store: Store; bus: Invalidat
      * once cached. Its Application is read again (a cached look-up by id): the entry goes when
      * that Application changes, not when its binder does, and the binder's grants bound it now.
      */
-    async resolveKey(key: string): Promise<ResolvedProxy | undefined> {
-      if (!looksLikeKey(key)) return undefined
-      const found = await cache.get(deps.hasher.hash(key))
-      if (found === undefined || found.proxy.bound_by === null) return found
-      return { proxy: found.proxy, actor: await host.actor(found.proxy.tenant_id, found.proxy.application_id, found.proxy.bound_by), service: found.service }
-    },
+    resolveKey: (key: string): Promise<ResolvedProxy | undefined> => (looksLikeKey(key) ? resolve(deps.hasher.hash(key)) : Promise.resolve(undefined)),
+
+    /** `resolveKey` again for the key `found` was resolved from, by its hash (no hashing): as it is now. */
+    again: (found: ResolvedProxy): Promise<ResolvedProxy | undefined> => resolve(found.keyHash),
 
     start: () => cache.start(),
   }

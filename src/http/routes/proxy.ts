@@ -20,7 +20,7 @@ export interface ProxyRouteDeps {
   authenticator: Authenticator
   proxy: ProxyService
   /** Pre-configured proxies by SVC-PROXY-KEY. */
-  proxies: { resolveKey(key: string): Promise<ResolvedProxy | undefined> }
+  proxies: { resolveKey(key: string): Promise<ResolvedProxy | undefined>; again(found: ResolvedProxy): Promise<ResolvedProxy | undefined> }
   tenantSettings: TenantSettingsCache
   bodyLimitBytes: number
   audit: AuditRecorder
@@ -77,12 +77,17 @@ async function handleProxy(ctx: AppContext, deps: ProxyRouteDeps): Promise<void>
  * trip once the proxy is cached. Who detokenizes is decided in auth/policies.ts.
  */
 async function handlePreconfigured(ctx: AppContext, deps: ProxyRouteDeps, proxyKey: string): Promise<void> {
-  await resolvePreconfigured(ctx, deps, proxyKey)
+  const first = await resolvePreconfigured(ctx, deps.proxies.resolveKey(proxyKey), (apiKey) => deps.authenticator.authenticate(apiKey), deps.clock())
   const body = await readBody(ctx.req, deps.bodyLimitBytes)
   // Again once the body is in (see handleProxy): the proxy (its destination too), its
-  // Application or the caller's key may have been changed or deleted meanwhile. Cache hits when
-  // nothing changed.
-  const { found, principal } = await resolvePreconfigured(ctx, deps, proxyKey)
+  // Application or the caller's key may have been changed or deleted meanwhile. Cache hits by
+  // the hashes the first resolve made when nothing changed.
+  const { found, principal } = await resolvePreconfigured(
+    ctx,
+    deps.proxies.again(first.found),
+    (apiKey) => (first.caller ? deps.authenticator.again(first.caller) : deps.authenticator.authenticate(apiKey)),
+    deps.clock(),
+  )
   const { proxy, actor, service } = found
   const path = ctx.path.slice(PREFIX.length)
   const query = ctx.querystring
@@ -92,22 +97,22 @@ async function handlePreconfigured(ctx: AppContext, deps: ProxyRouteDeps, proxyK
   sendAudited(ctx, result, audit)
 }
 
-/** The proxy a key names and who acts through it, or the refusal (401/403). */
-async function resolvePreconfigured(ctx: AppContext, deps: ProxyRouteDeps, proxyKey: string) {
+/** The proxy a key names and who acts through it, or the refusal (401/403). `authenticate` resolves the caller's SVC-API-KEY. */
+async function resolvePreconfigured(ctx: AppContext, resolving: Promise<ResolvedProxy | undefined>, authenticate: (apiKey: string | undefined) => Promise<Principal>, now: number) {
   const apiKey = ctx.get('svc-api-key') || undefined
-  const found = await deps.proxies.resolveKey(proxyKey)
+  const found = await resolving
   // An authenticated caller is the actor of a refusal too (auth.denied in its tenant's chain).
   if (found === undefined) {
-    if (apiKey !== undefined) ctx.state.principal = await deps.authenticator.authenticate(apiKey)
+    if (apiKey !== undefined) ctx.state.principal = await authenticate(apiKey)
     throw unknownProxyKey(apiKey !== undefined)
   }
   ctx.state.refused = { tenantId: found.proxy.tenant_id, type: 'proxy', id: found.proxy.id }
   if (!found.proxy.require_auth) ctx.state.auditActor = { tenantId: found.proxy.tenant_id, kind: 'proxy', id: found.proxy.id }
-  const caller = found.proxy.require_auth ? await deps.authenticator.authenticate(apiKey) : undefined
+  const caller = found.proxy.require_auth ? await authenticate(apiKey) : undefined
   if (caller !== undefined) ctx.state.principal = caller
-  const principal = preconfiguredProxyPrincipal(found.proxy, found.actor, caller, deps.clock())
+  const principal = preconfiguredProxyPrincipal(found.proxy, found.actor, caller, now)
   ctx.state.principal = principal
-  return { found, principal }
+  return { found, caller, principal }
 }
 
 const auditFailure = (audit: ProxyCallAudit) => (err: unknown): never => {
