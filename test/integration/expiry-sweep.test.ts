@@ -62,7 +62,7 @@ t.test('the sweep deletes expired rows in batches and leaves live ones', async (
   const sweeps = {
     tokens: () => store.tokens.deleteExpired(now, BATCH),
     applications: async () => (await store.applications.deleteExpired(now, BATCH)).length,
-    sessions: async () => (await store.sessions.deleteExpired(now, BATCH)).length,
+    sessions: () => store.sessions.deleteExpired(now, BATCH),
     idempotency_keys: () => store.idempotency.deleteExpired(BATCH),
   }
   for (const [table, sweep] of Object.entries(sweeps)) {

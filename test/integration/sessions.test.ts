@@ -58,7 +58,13 @@ t.test('session lifecycle', async (t) => {
   clock.advance(1_000)
   t.equal((await app.request('GET', `/tokens/${mine.body.id}`, { key: short.body.session_key })).status, 401, 'an expired session is refused at once')
   clock.advance(10 * 60_000)
+  // The sweep reclaims rows only: an expired session is refused by its expiry, cached or not,
+  // so no invalidation (a NOTIFY per key, or every key after a busy day) goes out for it.
+  const invalidated: string[] = []
+  app.services.authenticator.onInvalidate((keyHash) => invalidated.push(keyHash))
   t.equal(await app.services.sessions.sweepExpired(), 2, 'the sweep removes expired sessions')
+  t.same(invalidated, [], 'and invalidates no key')
+  t.equal((await app.request('GET', `/tokens/${mine.body.id}`, { key: short.body.session_key })).status, 401, 'a swept session stays refused')
 })
 
 t.test('a session authorized by an Application that expires sooner says when it really ends', async (t) => {

@@ -83,12 +83,10 @@ export function sessionsRepository(knex: Knex) {
         .returning(['key_hash'])
       return (rows as { key_hash: string }[]).map((r) => r.key_hash)
     },
-    async deleteExpired(now: Date, batch = EXPIRED_BATCH): Promise<string[]> {
-      const hashes: string[] = []
-      for await (const rows of deleteExpiredRows<{ key_hash: string }>(knex, 'sessions', ['id'], (q) => q.where('expires_at', '<=', now), ['key_hash'], batch)) {
-        hashes.push(...rows.map((r) => r.key_hash))
-      }
-      return hashes
+    async deleteExpired(now: Date, batch = EXPIRED_BATCH): Promise<number> {
+      let deleted = 0
+      for await (const rows of deleteExpiredRows(knex, 'sessions', ['id'], (q) => q.where('expires_at', '<=', now), ['id'], batch)) deleted += rows.length
+      return deleted
     },
   }
 }
