@@ -1,4 +1,4 @@
-import { createHmac, createSecretKey, randomBytes, timingSafeEqual } from 'node:crypto'
+import { createHmac, createSecretKey, randomBytes } from 'node:crypto'
 
 /**
  * Each kind of key says what it is, so a secret scanner (or a person) that finds one in a
@@ -37,8 +37,6 @@ export function generateApiKey(prefix = 'key_'): string {
 
 export interface ApiKeyHasher {
   hash(key: string): string
-  /** Constant-time comparison of two key hashes. */
-  sameHash(a: string, b: string): boolean
 }
 
 /** Keys are stored only as HMAC-SHA-256 under a server secret, so a database dump reveals none. */
@@ -46,15 +44,7 @@ export function apiKeyHasher(secret: string): ApiKeyHasher {
   // The same bytes as the string (UTF-8), imported once: a string key is converted and imported
   // again by every createHmac, once per authenticated request.
   const hmacKey = createSecretKey(Buffer.from(secret, 'utf8'))
-  const hash = (key: string) => createHmac('sha256', hmacKey).update(key).digest('hex')
-  return {
-    hash,
-    sameHash(a, b) {
-      const x = Buffer.from(a, 'hex')
-      const y = Buffer.from(b, 'hex')
-      return x.length === y.length && timingSafeEqual(x, y)
-    },
-  }
+  return { hash: (key) => createHmac('sha256', hmacKey).update(key).digest('hex') }
 }
 
 /** Cheap shape check before any hashing or lookup. */

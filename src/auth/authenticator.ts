@@ -58,9 +58,11 @@ export function createAuthenticator(deps: { bus: InvalidationBus; hasher: ApiKey
     return undefined
   }
   const cache = loadingCache(cached, lookup)
+  // The entry was found by this hash (a map look-up, on an HMAC the presenter cannot steer), so
+  // a plain comparison tells no more: it only refuses a principal loaded for another key.
   const resolve = async (keyHash: string) => {
     const principal = await cache.get(keyHash)
-    return principal && deps.hasher.sameHash(keyHash, principal.keyHash) ? principal : undefined
+    return principal?.keyHash === keyHash ? principal : undefined
   }
   const valid = (principal: Principal | undefined): Principal => {
     if (!principal) throw new AppError('unauthenticated', { detail: 'The API key is not valid.' })
