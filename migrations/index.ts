@@ -10,6 +10,7 @@ import * as applicationKeys from './20261126000000_application_keys.js'
 import * as auditTimes from './20261129000000_audit_times.js'
 import * as tokenTestMarks from './20261129000100_token_test_marks.js'
 import * as codeBinders from './20261129000200_code_binders.js'
+import * as codeSavers from './20261130000000_code_savers.js'
 
 interface Migration {
   up(knex: Knex): Promise<void>
@@ -29,6 +30,7 @@ const migrations: Record<string, Migration> = {
   '20261129000000_audit_times': auditTimes,
   '20261129000100_token_test_marks': tokenTestMarks,
   '20261129000200_code_binders': codeBinders,
+  '20261130000000_code_savers': codeSavers,
 }
 
 export const migrationSource: Knex.MigrationSource<string> = {

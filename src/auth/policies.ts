@@ -17,8 +17,9 @@ const TOKEN_ACTORS: ReadonlySet<Principal['type']> = new Set(['private', 'public
 
 /** Whether a principal may call an operation that needs `permission` at all (per token, the rules decide further). */
 export function holds(principal: Principal, permission: Permission): boolean {
-  if (isTokenPermission(permission) && !TOKEN_ACTORS.has(principal.type)) return false
-  return holdsPermission(principal.rules, principal.permissions, permission)
+  if (!isTokenPermission(permission)) return holdsPermission(principal.rules, principal.permissions, permission)
+  if (!TOKEN_ACTORS.has(principal.type) || !holdsPermission(principal.rules, principal.permissions, permission)) return false
+  return principal.within === undefined || principal.within.every((grants) => holdsPermission(grants.rules, grants.permissions, permission))
 }
 
 /** 403 naming what is missing unless the principal holds `permission` (and, when given, is one of `types`). */
@@ -42,16 +43,19 @@ export function assertActive(principal: Principal, now = Date.now()): void {
 }
 
 /**
- * The transform `permission` gets on this token, or undefined for no access. A session's
- * decision is also bounded by its authorizer's current one (the less revealing of the two).
+ * The transform `permission` gets on this token, or undefined for no access. Bounded by every
+ * grant the principal acts within (a session's authorizer, code's binder: the least revealing).
  */
 export function tokenDecision(principal: Principal, permission: TokenPermission, token: TokenScope): Transform | undefined {
   assertActive(principal)
   if (!TOKEN_ACTORS.has(principal.type)) return undefined
-  const own = decideFor(principal, permission, token)
-  if (own === undefined || principal.within === undefined) return own
-  const bound = decideFor(principal.within, permission, token)
-  return bound === undefined ? undefined : weaker(own, bound)
+  let transform = decideFor(principal, permission, token)
+  for (const bound of principal.within ?? []) {
+    if (transform === undefined) return undefined
+    const decided = decideFor(bound, permission, token)
+    transform = decided === undefined ? undefined : weaker(transform, decided)
+  }
+  return transform
 }
 
 /** The transform for `permission` on this token, or 403. */
@@ -98,9 +102,7 @@ export function authorizeViewChange(principal: Principal, token: TokenScope, fie
  */
 export function tokenScopes(principal: Principal, permission: TokenPermission, minimum: Transform = 'redact'): AccessScope[] {
   if (!TOKEN_ACTORS.has(principal.type)) return [{ rules: [] }]
-  const scopes = [scopeOf(principal, permission, minimum)]
-  if (principal.within) scopes.push(scopeOf(principal.within, permission, minimum))
-  return scopes
+  return [principal, ...(principal.within ?? [])].map((grants) => scopeOf(grants, permission, minimum))
 }
 
 /** What an equality test compares: the fingerprint (`fingerprint:` terms and filters, deduplication) or the search indexes (`data:` terms). */
@@ -159,10 +161,29 @@ export function authorizeMove(principal: Principal, current: TokenScope, next: T
 
 // --- proxy and Reactors -------------------------------------------------------------------
 
+const NOTHING: Grants = { permissions: [], rules: [] }
+
+/**
+ * A caller's data bound for code or a destination someone else saved (a react's `args`, the
+ * expressions a `require_auth` proxy detokenizes) goes only as far as that saver's current
+ * grants reach too: a key that may only change the code or the destination must not receive,
+ * through it, what the callers hold. `saver` null: saved before savers were kept (not bounded);
+ * undefined (gone) or expired: nothing is detokenized.
+ */
+export function withinSaver(caller: Principal, saver: Principal | null | undefined, now = Date.now()): Principal {
+  if (saver === null) return caller
+  const active = saver !== undefined && (saver.expiresAt === null || saver.expiresAt.getTime() > now)
+  const bound = active ? { permissions: saver.permissions, rules: saver.rules } : NOTHING
+  return { ...caller, within: [...(caller.within ?? []), bound] }
+}
+
 /** The proxy is a token:use feature: checked even when the request holds no tokens. */
 export function authorizeProxyCaller(principal: Principal): void {
-  if (principal.type !== 'private' || !holds(principal, 'token:use')) {
+  if (principal.type !== 'private' || !holdsPermission(principal.rules, principal.permissions, 'token:use')) {
     throw new AppError('forbidden', { detail: 'The proxy needs a private Application with the token:use permission.' })
+  }
+  if (!holds(principal, 'token:use')) {
+    throw new AppError('forbidden', { detail: 'The Application that saved or bound this proxy (or its code) does not hold token:use (or is gone): save the proxy again with a key that does.' })
   }
 }
 

@@ -13,10 +13,11 @@ export interface Principal {
   expiresAt: Date | null
   keyHash: string
   /**
-   * A session acts within the current grants of the private Application that authorized it as
-   * well as its own: narrowing that Application narrows the session at once.
+   * Grants this principal acts within as well as its own (each bounds every decision): a
+   * session's authorizer's, code's binder's, the saver's of the code or destination a caller's
+   * data goes to. Their current grants: narrowing one narrows the principal at once.
    */
-  within?: Grants
+  within?: readonly Grants[]
 }
 
 /** Resolves a key hash to a principal; the authenticator tries each lookup in turn. */

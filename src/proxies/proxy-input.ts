@@ -46,7 +46,7 @@ export function proxyFields(caller: Principal, input: ProxyInput) {
     response_transform_code: codeOf(input, 'response'),
     configuration: input.configuration ?? {},
     application_id: input.application?.id ?? null,
-    bound_by: binderOf(caller, input.application),
+    bound_by: binderOf(caller),
     require_auth: input.require_auth ?? true,
     ...changeStamp(caller),
   }

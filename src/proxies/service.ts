@@ -24,7 +24,11 @@ export interface ProxyWithKey {
  * What `/proxy` with SVC-PROXY-KEY runs: the proxy, who it acts as and its service
  * (auth/policies.ts decides whether it may), and the key's hash to resolve it again by.
  */
-export type ResolvedProxy = CachedProxy & { keyHash: string }
+export type ResolvedProxy = CachedProxy & {
+  keyHash: string
+  /** With `require_auth`, who saved the proxy as it is now (see CodeHost.saver): callers' expressions are detokenized within its grants too. */
+  saver: Principal | null | undefined
+}
 
 /**
  * Pre-configured proxies: their CRUD, their keys, and resolving a key to the proxy. Each one
@@ -54,7 +58,8 @@ export function preconfiguredProxiesService(deps: { store: Store; bus: Invalidat
     if (found === undefined) return undefined
     const { proxy, service } = found
     const actor = proxy.bound_by === null ? found.actor : await host.actor(proxy.tenant_id, proxy.application_id, proxy.bound_by)
-    return { proxy, actor, service, keyHash }
+    const saver = proxy.require_auth ? await host.saver(proxy.tenant_id, proxy.bound_by) : null
+    return { proxy, actor, service, keyHash, saver }
   }
   const notFound = () => new AppError('not_found', { detail: 'No proxy with this id.' })
 

@@ -72,6 +72,11 @@ export interface CodeHost extends CodeRunner {
    * were kept, with no known saver), the Application's own grants alone.
    */
   actor(tenantId: string, applicationId: string | null, boundBy?: string | null): Promise<Principal | undefined>
+  /**
+   * The Application that saved the code (`bound_by`) as it is now, for `withinSaver`: null when
+   * none was recorded (saved before savers were kept), undefined when it is gone.
+   */
+  saver(tenantId: string, boundBy: string | null): Promise<Principal | null | undefined>
   /** The code is gone: its warm isolates go too. */
   retire(id: string): void
   /** Starts listening for changes to the Applications code acts as (with a bus). */
@@ -79,14 +84,15 @@ export interface CodeHost extends CodeRunner {
 }
 
 /**
- * Who binds code to an Application, stored beside the binding (`bound_by`) whenever it is saved:
- * the code then acts as that Application only within this caller's current grants, as a session
- * acts within its authorizer's. `check` judged the binding against the caller's grants as they
- * were; the Application may be widened later, by someone else, and a narrow key must not gain
- * that widening through code it bound (nor keep what it loses itself). Null with no Application.
+ * Who saved the code (or the proxy's destination), stored with it (`bound_by`) whenever it is
+ * saved. The code then acts as its Application only within this caller's current grants, as a
+ * session acts within its authorizer's: `check` judged the binding against the caller's grants
+ * as they were; the Application may be widened later, by someone else, and a narrow key must not
+ * gain that widening through code it bound (nor keep what it loses itself). And callers' data
+ * sent to the code or the destination goes only as far as the saver's grants reach (withinSaver).
  */
-export function binderOf(caller: Principal, application: { id: string } | null | undefined): string | null {
-  return application ? caller.id : null
+export function binderOf(caller: Principal): string {
+  return caller.id
 }
 
 /**
@@ -150,6 +156,7 @@ export function createCodeHost(deps: { store: Store; runtime: CodeRuntime; codeM
     },
 
     actor: (tenantId, applicationId, boundBy) => (applicationId ? boundActor(actors, tenantId, applicationId, boundBy) : Promise.resolve(undefined)),
+    saver: (tenantId, boundBy) => (boundBy === null ? Promise.resolve(null) : actors.find(tenantId, boundBy)),
 
     // Not `{ ...code, args, context }`: a spread followed by more properties is slow on Node 20.
     async invoke(code, args, context) {
@@ -206,7 +213,7 @@ async function boundActor(actors: ActorLookup, tenantId: string, applicationId: 
     rules: app.rules,
     expiresAt,
     keyHash: app.keyHash,
-    within: { permissions: binder.permissions, rules: binder.rules },
+    within: [...(app.within ?? []), { permissions: binder.permissions, rules: binder.rules }],
   }
 }
 

@@ -1,4 +1,4 @@
-import { actingApplication, assertActive, requireHeld } from '../auth/policies.js'
+import { actingApplication, assertActive, requireHeld, withinSaver } from '../auth/policies.js'
 import type { Authenticator } from '../auth/authenticator.js'
 import type { Principal } from '../auth/principal.js'
 import type { Clock } from '../clock.js'
@@ -89,7 +89,7 @@ export function reactorsService(deps: {
         version: host.version([input.code]),
         configuration: input.configuration ?? {},
         application_id: input.application?.id ?? null,
-        bound_by: binderOf(caller, input.application),
+        bound_by: binderOf(caller),
       }
       await saveBound(store.reactors.insert(reactor))
       return reactor
@@ -109,7 +109,7 @@ export function reactorsService(deps: {
         version: host.version([input.code], { code: [current.code], version: current.version }),
         configuration: input.configuration ?? {},
         application_id: input.application?.id ?? null,
-        bound_by: binderOf(caller, input.application),
+        bound_by: binderOf(caller),
         ...changeStamp(caller),
       }))
       // The stored id, not the one asked with: uuids match in any case, cache keys only in one.
@@ -132,7 +132,9 @@ export function reactorsService(deps: {
       const cached = isUuid(id) ? await cache.get(caller.tenantId, id.toLowerCase()) : undefined
       if (!cached) throw notFound()
       const { reactor, actor } = cached
-      const detokenized = await detokenizeValue(deps.tokens, caller, args, deps.config.expressions.maxTokens, 'token:use', audit?.invoking)
+      // The code's saver chose where the args go: they reach no further than its grants either.
+      const sender = withinSaver(caller, await host.saver(reactor.tenant_id, reactor.bound_by), deps.clock())
+      const detokenized = await detokenizeValue(deps.tokens, sender, args, deps.config.expressions.maxTokens, 'token:use', audit?.invoking)
       const code = { tenantId: reactor.tenant_id, reactorId: reactor.id, version: reactor.version, code: reactor.code, configuration: reactor.configuration }
       const outcome = await host.invoke(code, detokenized, { actor, boundBy: reactor.bound_by, tokenRead: audit?.tokenRead, tokensCreated: audit?.tokensCreated, denied: audit?.denied, fetching: audit?.fetching })
       return shape(outcome, reactor, actor, await currentCaller(caller), audit)

@@ -142,7 +142,7 @@ export function sessionLookup(store: Store): PrincipalLookup {
       expiresAt: new Date(Math.min(...expiries.map((d) => d.getTime()))),
       keyHash: s.key_hash,
       // Not yet authorized: no grants of its own, so nothing to bound.
-      within: authorizer && { permissions: authorizer.permissions, rules: authorizer.rules },
+      within: authorizer && [{ permissions: authorizer.permissions, rules: authorizer.rules }],
     }
   }
 }

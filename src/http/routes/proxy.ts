@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Readable } from 'node:stream'
 import type { Middleware } from 'koa'
 import type { Authenticator } from '../../auth/authenticator.js'
-import { authorizeEphemeralProxy, preconfiguredProxyPrincipal, unknownProxyKey } from '../../auth/policies.js'
+import { authorizeEphemeralProxy, preconfiguredProxyPrincipal, unknownProxyKey, withinSaver } from '../../auth/policies.js'
 import type { Principal } from '../../auth/principal.js'
 import type { AuditRecorder } from '../../audit/audit-log.js'
 import type { Clock } from '../../clock.js'
@@ -110,7 +110,7 @@ async function resolvePreconfigured(ctx: AppContext, resolving: Promise<Resolved
   if (!found.proxy.require_auth) ctx.state.auditActor = { tenantId: found.proxy.tenant_id, kind: 'proxy', id: found.proxy.id }
   const caller = found.proxy.require_auth ? await authenticate(apiKey) : undefined
   if (caller !== undefined) ctx.state.principal = caller
-  const principal = preconfiguredProxyPrincipal(found.proxy, found.actor, caller, now)
+  const principal = preconfiguredProxyPrincipal(found.proxy, found.actor, caller && withinSaver(caller, found.saver, now), now)
   ctx.state.principal = principal
   return { found, caller, principal }
 }
