@@ -161,10 +161,12 @@ t.test('idempotency keys', async (t) => {
 
   t.test('withheld answers are refused on replay, naming the first status', async (t) => {
     const owner = randomUUID()
-    const { tenantId, fingerprint } = await claimOf(app, writer, '/reactors/x/react', '{}')
+    // A caller that may react now (one that may not gets the 403 a fresh call gets).
+    const user = await appKey(app, { type: 'private', permissions: ['token:use'] })
+    const { tenantId, fingerprint } = await claimOf(app, user, '/reactors/x/react', '{}')
     await app.services.store.idempotency.claim({ tenantId, key: 'react-1', fingerprint, owner, leaseSeconds: 120, ttlSeconds: 60 })
     await app.services.store.idempotency.complete(tenantId, 'react-1', owner, { status: 200, body: null, withheld: true })
-    const replay = await app.request('POST', '/reactors/x/react', { key: writer, rawBody: '{}', headers: { ...idem('react-1'), 'content-type': 'application/json' } })
+    const replay = await app.request('POST', '/reactors/x/react', { key: user, rawBody: '{}', headers: { ...idem('react-1'), 'content-type': 'application/json' } })
     t.equal(replay.status, 409)
     t.match(replay.body, { type: '/problems/idempotency-withheld', detail: /status 200/ })
   })

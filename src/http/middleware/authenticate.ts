@@ -14,14 +14,40 @@ export function authenticate(authenticator: Authenticator): Middleware<AppState>
   }
 }
 
+/** What each `requirePermission` middleware checks, by the middleware: see `requireRoutePermission`. */
+const routeChecks = new WeakMap<object, (state: AppState) => void>()
+
 /** 403 unless the principal holds `permission` (and, when given, is one of `types`); see auth/policies.ts. */
 export function requirePermission(permission: Permission, types?: readonly Principal['type'][]): Middleware<AppState> {
-  return async (ctx, next) => {
-    ctx.state.permission = permission
-    ctx.state.requirement = (principal) => requireHeld(principal, permission, types)
-    ctx.state.requirement(currentPrincipal(ctx.state))
+  const requirement = (principal: Principal) => requireHeld(principal, permission, types)
+  const check = (state: AppState) => {
+    state.permission = permission
+    state.requirement = requirement
+    requirement(currentPrincipal(state))
+  }
+  const middleware: Middleware<AppState> = async (ctx, next) => {
+    check(ctx.state)
     await next()
   }
+  routeChecks.set(middleware, check)
+  return middleware
+}
+
+/** A layer @koa/router leaves on `ctx.matched` (see matched-route.ts). */
+interface RouteLayer {
+  methods: readonly string[]
+  stack: readonly object[]
+}
+
+/**
+ * The `requirePermission` of the route that will answer, run by a stage before it (idempotency):
+ * a stored answer must not go to a caller a fresh request would refuse. The route is the first
+ * layer matching path and method, as in matched-route.ts; a route without the check sets nothing.
+ */
+export function requireRoutePermission(ctx: ParameterizedContext<AppState>): void {
+  const layers = Array.isArray(ctx.matched) ? (ctx.matched as RouteLayer[]) : []
+  const route = layers.find((layer) => layer.methods.includes(ctx.method))
+  for (const middleware of route?.stack ?? []) routeChecks.get(middleware)?.(ctx.state)
 }
 
 /**

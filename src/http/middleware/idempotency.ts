@@ -7,7 +7,7 @@ import type { AppState } from '../context.js'
 import { replayPolicy, storedAnswer } from '../idempotency-replay.js'
 import { answerJson } from '../json-answer.js'
 import type { Authenticator } from '../../auth/authenticator.js'
-import { authenticateAgain, currentPrincipal } from './authenticate.js'
+import { authenticateAgain, currentPrincipal, requireRoutePermission } from './authenticate.js'
 import { readRaw } from './json-body.js'
 
 export const IDEMPOTENCY_HEADER = 'SVC-IDEMPOTENCY-KEY'
@@ -28,6 +28,10 @@ export function idempotency(service: IdempotencyService, bodyLimitBytes: number,
     const policy = replayPolicy(ctx.path)
     if (policy === 'skip') return next()
     if (!VALID_KEY.test(key)) throw ValidationError.field(IDEMPOTENCY_HEADER, 'must be 1 to 255 visible ASCII characters')
+    // The route's permission check runs here, before anything is claimed or replayed, and
+    // again on the key as resolved once the body is in (`authenticateAgain`): a caller that has
+    // lost the permission gets the 403 a fresh request gets, not the answer it once had.
+    requireRoutePermission(ctx)
     const raw = (ctx.state.rawBody = await readRaw(ctx.req, bodyLimitBytes))
     await authenticateAgain(ctx, authenticator)
     const principal = currentPrincipal(ctx.state)
