@@ -95,11 +95,14 @@ function dispose(connection: RawConnection, err: unknown): void {
 /**
  * Whether a statement that got no answer may have taken effect. Inside a transaction only the
  * COMMIT can: anything before it is rolled back with the lost session. Outside one, every
- * statement commits on its own, so anything but a plain read may have.
+ * statement commits on its own, so anything but a plain read may have. A transaction's own
+ * control statements never write: knex sends the ROLLBACK of a nested transaction's failure with
+ * the connection's transaction id already cleared, and such a failure changed nothing.
  */
 export function mayHaveWritten(connection: RawConnection, obj: unknown): boolean {
   const sql = typeof obj === 'string' ? obj : ((obj as { sql?: unknown } | null)?.sql ?? '')
   if (typeof sql !== 'string') return true
+  if (/^\s*(rollback|begin|savepoint|release)\b/i.test(sql)) return false
   if (connection.__knexTxId !== undefined) return /^\s*commit\b/i.test(sql)
   return !/^\s*select\b/i.test(sql)
 }
