@@ -80,13 +80,16 @@ export function sessionsService(deps: { store: Store; hasher: ApiKeyHasher; auth
       const creator = await store.applications.findById(caller.tenantId, pending.created_by)
       const ends = earliest(earliest(expiresAt, caller.expiresAt), creator?.expires_at ?? null)
       const values = { permissions, rules, authorized_by: caller.id, authorized_by_key_hash: caller.keyHash, authorized_at: now, expires_at: ends }
-      const session = await store.transaction(async (trx) => {
-        const authorized = await store.sessions.authorize(caller.tenantId, nonceHash, values, trx)
-        if (!authorized) throw noPendingSession()
-        await record(trx, authorized.id)
-        return authorized
-      })
-      // The session key may already be cached with no grants.
+      // The session key may already be cached with no grants: invalidated once the grant
+      // commits, or when the commit's answer was lost (the grant may stand).
+      const session = await authenticator.changing(() =>
+        store.transaction(async (trx) => {
+          const authorized = await store.sessions.authorize(caller.tenantId, nonceHash, values, trx)
+          if (!authorized) throw noPendingSession()
+          await record(trx, authorized.id)
+          return authorized
+        }),
+      )
       await authenticator.invalidateKey(session.key_hash)
       return { id: session.id, expires_at: ends }
     },
