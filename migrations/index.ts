@@ -11,6 +11,7 @@ import * as auditTimes from './20261129000000_audit_times.js'
 import * as tokenTestMarks from './20261129000100_token_test_marks.js'
 import * as codeBinders from './20261129000200_code_binders.js'
 import * as codeSavers from './20261130000000_code_savers.js'
+import * as sessionKeyIndexes from './20261130000100_session_key_indexes.js'
 
 interface Migration {
   up(knex: Knex): Promise<void>
@@ -31,6 +32,7 @@ const migrations: Record<string, Migration> = {
   '20261129000100_token_test_marks': tokenTestMarks,
   '20261129000200_code_binders': codeBinders,
   '20261130000000_code_savers': codeSavers,
+  '20261130000100_session_key_indexes': sessionKeyIndexes,
 }
 
 export const migrationSource: Knex.MigrationSource<string> = {

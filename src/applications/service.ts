@@ -157,13 +157,16 @@ export function applicationsService(deps: ApplicationsDeps) {
     deleteApplication: (caller: Principal, id: string) => authenticator.changing(() => deleteApplication(caller, id)),
 
     /**
-     * Deletes Applications past `expires_at` (their extra keys with them) and their sessions. All
-     * already fail from that instant (authentication and every decision check expiry); the sweep reclaims rows.
+     * Deletes Applications past `expires_at` (their extra keys with them) and their sessions, in
+     * batches. Nothing is invalidated: an Application and its sessions are refused from the instant
+     * it expires, cached or not (authentication and every decision check the expiry a principal
+     * carries, a session's no later than its Applications'), and their entries go with the cache's
+     * time-to-live. A NOTIFY per key, or one "every key", would cost more than it frees.
      */
     async sweepExpired(now = new Date(deps.clock())): Promise<number> {
-      const expired = await store.applications.deleteExpired(now)
-      for (const app of expired) await invalidate(app.key_hash, await store.sessions.deleteOf(app.tenant_id, app.id))
-      return expired.length
+      // Sessions first: an expired Application makes and authorizes none, so none is left behind if this stops half-way.
+      await store.sessions.deleteOfExpiredApplications(now)
+      return store.applications.deleteExpired(now)
     },
   }
 }

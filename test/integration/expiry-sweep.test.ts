@@ -61,7 +61,7 @@ t.test('the sweep deletes expired rows in batches and leaves live ones', async (
   const now = new Date(clock())
   const sweeps = {
     tokens: () => store.tokens.deleteExpired(now, BATCH),
-    applications: async () => (await store.applications.deleteExpired(now, BATCH)).length,
+    applications: () => store.applications.deleteExpired(now, BATCH),
     sessions: () => store.sessions.deleteExpired(now, BATCH),
     idempotency_keys: () => store.idempotency.deleteExpired(BATCH),
   }

@@ -91,13 +91,11 @@ export function applicationsRepository(knex: Knex) {
       const [row] = await table(trx).where({ tenant_id: tenantId, id }).delete().returning(['key_hash'])
       return (row as { key_hash: string } | undefined)?.key_hash
     },
-    /** Removes expired Applications; returns who they were (their sessions go next, their keys leave the caches). */
-    async deleteExpired(now: Date, batch = EXPIRED_BATCH): Promise<Pick<ApplicationRecord, 'id' | 'tenant_id' | 'key_hash'>[]> {
-      const expired: Pick<ApplicationRecord, 'id' | 'tenant_id' | 'key_hash'>[] = []
-      for await (const rows of deleteExpiredRows<(typeof expired)[number]>(knex, 'applications', ['id'], (q) => q.where('expires_at', '<=', now), ['id', 'tenant_id', 'key_hash'], batch)) {
-        expired.push(...rows)
-      }
-      return expired
+    /** Removes expired Applications (their extra keys with them); returns how many. */
+    async deleteExpired(now: Date, batch = EXPIRED_BATCH): Promise<number> {
+      let deleted = 0
+      for await (const rows of deleteExpiredRows(knex, 'applications', ['id'], (q) => q.where('expires_at', '<=', now), ['id'], batch)) deleted += rows.length
+      return deleted
     },
   }
 }

@@ -83,6 +83,22 @@ export function sessionsRepository(knex: Knex) {
         .returning(['key_hash'])
       return (rows as { key_hash: string }[]).map((r) => r.key_hash)
     },
+    /**
+     * Ends the sessions, pending or authorized, that Applications expired at `now` created or
+     * authorized, `batch` per statement, through the Applications' expiry index and the sessions'
+     * indexes by creator and authorizer. Those expired by `now` themselves are left to
+     * deleteExpired: a session ends no later than the Applications behind it, so these are only
+     * rows that outlive them, and the two sweeps, run side by side, never delete the same rows.
+     */
+    async deleteOfExpiredApplications(now: Date, batch = EXPIRED_BATCH): Promise<number> {
+      const expired = () => knex('applications').select('tenant_id', 'id').where('expires_at', '<=', now)
+      let deleted = 0
+      for (const by of ['created_by', 'authorized_by']) {
+        const ofExpired = (q: Knex.QueryBuilder) => q.whereIn(['tenant_id', by], expired()).where('expires_at', '>', now)
+        for await (const rows of deleteExpiredRows(knex, 'sessions', ['id'], ofExpired, ['id'], batch)) deleted += rows.length
+      }
+      return deleted
+    },
     async deleteExpired(now: Date, batch = EXPIRED_BATCH): Promise<number> {
       let deleted = 0
       for await (const rows of deleteExpiredRows(knex, 'sessions', ['id'], (q) => q.where('expires_at', '<=', now), ['id'], batch)) deleted += rows.length
