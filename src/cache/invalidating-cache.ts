@@ -10,12 +10,15 @@ export interface InvalidatingCacheOptions<V> {
   maxBytes: number
   /** Approximate bytes an entry holds beyond its key. */
   sizeOf(value: V): number
-  /** A second line behind NOTIFY: no entry is served older than this (default DEFAULT_TTL_MS). */
+  /** A second line behind NOTIFY: no entry is served older than this (default DEFAULT_TTL_MS); each ends somewhat sooner, at random, so entries loaded together are not reloaded together. */
   ttlMs?: number
   /** The instant (ms) an entry stops being valid on its own (an expiry in the data). */
   expiresAt?(value: V): number | undefined
-  /** Entries that depend on something another channel names (the Application a Reactor acts as). */
-  dependsOn?: { channel: string; matches(value: V, key: string): boolean }
+  /**
+   * Entries that depend on something another channel names (the Application a Reactor acts as):
+   * `keyOf` is the key on that channel a value depends on, so an invalidation there finds its entries by look-up.
+   */
+  dependsOn?: { channel: string; keyOf(value: V): string | undefined }
   /** An entry left the cache (to wipe key material). */
   onEvict?(value: V): void
   /** What the TTL and `expiresAt` are measured against; the system clock by default. */
@@ -23,13 +26,16 @@ export interface InvalidatingCacheOptions<V> {
 }
 
 export interface InvalidatingCache<V> {
-  /** From memory when cached and fresh; otherwise `load`, whose answer is kept unless an invalidation raced with it. */
+  /**
+   * From memory when cached and fresh; otherwise `load`, whose answer is kept unless an invalidation of
+   * its key (or of what it depends on) raced with it. Concurrent misses of a key share one load.
+   */
   get(key: string, load: () => Promise<V | undefined>): Promise<V | undefined>
   /** The fresh cached value, without loading. */
   peek(key: string): V | undefined
   /** Counter for `put`: read it before loading. */
   generation(): number
-  /** Keeps `value` unless an invalidation (or a listener change) happened since `seen` was read. */
+  /** Keeps `value` unless its key, what it depends on or every key was invalidated (or the listener changed) since `seen` was read. */
   put(key: string, value: V, seen: number): void
   /** Drops `key` here now and in every other process (by NOTIFY); never rejects. */
   invalidate(key: string): Promise<void>
@@ -60,6 +66,15 @@ interface Entry<V> {
   bytes: number
   /** ms: the TTL's end, or the value's own expiry if sooner. */
   until: number
+  /** Its key on `dependsOn.channel`. */
+  dependsOn: string | undefined
+}
+
+/** A load that concurrent misses of its key share. */
+interface Flight<V> {
+  /** The generation when it started. */
+  seen: number
+  value: Promise<V | undefined>
 }
 
 /**
@@ -72,39 +87,107 @@ export const DEFAULT_TTL_MS = 30_000
 /** Bookkeeping per entry beyond `sizeOf`: the Map slot, the entry object, the key's header. */
 const ENTRY_OVERHEAD_BYTES = 96
 
+/** An entry ends between this share of the TTL and the TTL, at random. */
+const TTL_SPREAD = 0.2
+
+/** Invalidated keys told apart per cache; a load that ran across more is treated as raced with them all. */
+const REMEMBERED_INVALIDATIONS = 4_096
+
+/**
+ * The generation at which each recently invalidated key last was, so a load is discarded only
+ * when its own key changed while it ran (one unrelated invalidation every few ms must not stop
+ * a cache from filling). Bounded: what is forgotten counts as invalidated at its generation.
+ */
+function invalidationLog() {
+  const at = new Map<string, number>()
+  let forgotten = 0
+  return {
+    note(key: string, generation: number): void {
+      // Map order is insertion order: re-inserting keeps the oldest first.
+      at.delete(key)
+      at.set(key, generation)
+      for (const [oldest, when] of at) {
+        if (at.size <= REMEMBERED_INVALIDATIONS) break
+        at.delete(oldest)
+        forgotten = when
+      }
+    },
+    forgetAll(generation: number): void {
+      at.clear()
+      forgotten = generation
+    },
+    /** `key` may have been invalidated after `seen`. */
+    since(key: string, seen: number): boolean {
+      return seen < forgotten || (at.get(key) ?? 0) > seen
+    },
+  }
+}
+
 /**
  * The in-process cache for anything another Tessera process can change. One policy for all:
  * bounded by entries and by bytes (LRU), optional TTL; invalidated through the bus (this
- * process at once, the others by Postgres NOTIFY); a load that raced with an invalidation is
- * not kept; and while the listener is lost nothing is cached (a missed notification would
+ * process at once, the others by Postgres NOTIFY); a load that raced with an invalidation of
+ * its key (or of what it depends on, or of every key) is not kept; concurrent misses of a key
+ * share one load; and while the listener is lost nothing is cached (a missed notification would
  * leave a stale entry). When the listener is back every entry is dropped and caching resumes.
  */
 export function createInvalidatingCache<V>(options: InvalidatingCacheOptions<V>): InvalidatingCache<V> {
-  const { bus, maxEntries, maxBytes, clock = systemClock, ttlMs = DEFAULT_TTL_MS } = options
+  const { bus, maxEntries, maxBytes, clock = systemClock, ttlMs = DEFAULT_TTL_MS, dependsOn } = options
   const entries = new Map<string, Entry<V>>()
+  /** Cached keys by their key on `dependsOn.channel`. */
+  const dependents = new Map<string, Set<string>>()
+  const flights = new Map<string, Flight<V>>()
+  const invalidated = invalidationLog()
   let bytes = 0
   let generation = 0
   let started = false
 
   const caching = () => started && bus.live
+  // Channels differ and have no newline, so one log holds the keys of both.
+  const logKey = (channel: string, key: string) => `${channel}\n${key}`
 
   function remove(key: string): void {
     const entry = entries.get(key)
     if (entry === undefined) return
     entries.delete(key)
     bytes -= entry.bytes
+    if (entry.dependsOn !== undefined) {
+      const keys = dependents.get(entry.dependsOn)
+      keys?.delete(key)
+      if (keys?.size === 0) dependents.delete(entry.dependsOn)
+    }
     options.onEvict?.(entry.value)
   }
 
   function clear(): void {
-    generation++
+    invalidated.forgetAll(++generation)
+    flights.clear()
     for (const key of [...entries.keys()]) remove(key)
   }
 
   function drop(key: string): void {
     if (key === EVERY_KEY) return clear()
-    generation++
+    invalidated.note(logKey(options.channel, key), ++generation)
+    // Misses from now on must not share a load that may have read the value from before.
+    flights.delete(key)
     remove(key)
+  }
+
+  function dropDependents(channel: string, key: string): void {
+    if (key === EVERY_KEY) return clear()
+    invalidated.note(logKey(channel, key), ++generation)
+    for (const dependent of [...(dependents.get(key) ?? [])]) remove(dependent)
+  }
+
+  /**
+   * `value` (of `key`, loaded since `seen`) may be stale: an entry not yet cached is matched
+   * against what was invalidated while it loaded by the key it depends on now.
+   */
+  function raced(key: string, value: V | undefined, seen: number): boolean {
+    if (invalidated.since(logKey(options.channel, key), seen)) return true
+    if (value === undefined || dependsOn === undefined) return false
+    const on = dependsOn.keyOf(value)
+    return on !== undefined && invalidated.since(logKey(dependsOn.channel, on), seen)
   }
 
   function peek(key: string): V | undefined {
@@ -118,7 +201,7 @@ export function createInvalidatingCache<V>(options: InvalidatingCacheOptions<V>)
   }
 
   function put(key: string, value: V, seen: number): void {
-    if (!caching() || seen !== generation) return
+    if (!caching() || raced(key, value, seen)) return
     remove(key)
     const size = options.sizeOf(value) + key.length * 2 + ENTRY_OVERHEAD_BYTES
     if (size > maxBytes) return
@@ -126,19 +209,38 @@ export function createInvalidatingCache<V>(options: InvalidatingCacheOptions<V>)
       if (entries.size < maxEntries && bytes + size <= maxBytes) break
       remove(oldest)
     }
-    entries.set(key, { value, bytes: size, until: Math.min(clock() + ttlMs, options.expiresAt?.(value) ?? Infinity) })
+    const ttl = ttlMs * (1 - TTL_SPREAD * Math.random())
+    const on = dependsOn?.keyOf(value)
+    entries.set(key, { value, bytes: size, until: Math.min(clock() + ttl, options.expiresAt?.(value) ?? Infinity), dependsOn: on })
     bytes += size
+    if (on !== undefined) dependents.set(on, (dependents.get(on) ?? new Set()).add(key))
+  }
+
+  function share(key: string, load: () => Promise<V | undefined>): Flight<V> {
+    // Its awaiters resume after it has left `flights`, so none of them can join it again.
+    const value = load().finally(() => flights.get(key) === flight && flights.delete(key))
+    const flight = { seen: generation, value }
+    flights.set(key, flight)
+    return flight
+  }
+
+  async function get(key: string, load: () => Promise<V | undefined>): Promise<V | undefined> {
+    const hit = peek(key)
+    if (hit !== undefined) return hit
+    if (!caching()) return load()
+    const joined = flights.get(key)
+    const flight = joined ?? share(key, load)
+    const value = await flight.value
+    if (joined === undefined) {
+      if (value !== undefined) put(key, value, flight.seen)
+      return value
+    }
+    // A joiner may have come after the invalidation that made this load stale: it loads again.
+    return raced(key, value, flight.seen) ? get(key, load) : value
   }
 
   return {
-    async get(key, load) {
-      const hit = peek(key)
-      if (hit !== undefined) return hit
-      const seen = generation
-      const value = await load()
-      if (value !== undefined) put(key, value, seen)
-      return value
-    },
+    get,
     peek,
     generation: () => generation,
     put,
@@ -146,13 +248,7 @@ export function createInvalidatingCache<V>(options: InvalidatingCacheOptions<V>)
     async start() {
       if (started) return
       await bus.subscribe(options.channel, drop)
-      const dependsOn = options.dependsOn
-      if (dependsOn) {
-        await bus.subscribe(dependsOn.channel, (key) => {
-          generation++
-          for (const [k, entry] of entries) if (key === EVERY_KEY || dependsOn.matches(entry.value, key)) remove(k)
-        })
-      }
+      if (dependsOn) await bus.subscribe(dependsOn.channel, (key) => dropDependents(dependsOn.channel, key))
       // Lost or back, what is cached may have missed a notification.
       bus.onLiveChange(clear)
       started = true

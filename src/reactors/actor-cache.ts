@@ -33,7 +33,7 @@ export function createActorLookup(store: Store, bus?: InvalidationBus): ActorLoo
     maxEntries: 10_000,
     maxBytes: 16 * 1024 * 1024,
     sizeOf: approximateBytes,
-    dependsOn: { channel: AUTH_CHANNEL, matches: (actor, keyHash) => actor.keyHash === keyHash },
+    dependsOn: { channel: AUTH_CHANNEL, keyOf: (actor) => actor.keyHash },
   })
   return {
     async find(tenantId, id) {

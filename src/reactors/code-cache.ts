@@ -21,6 +21,6 @@ export function createCodeCache<E extends CodeEntry>(deps: { bus: InvalidationBu
     maxBytes: 64 * 1024 * 1024,
     // UTF-16 code, plus the record and actor around it.
     sizeOf: (entry) => deps.codeChars(entry) * 2 + 2048,
-    dependsOn: { channel: AUTH_CHANNEL, matches: (entry, keyHash) => entry.actor?.keyHash === keyHash },
+    dependsOn: { channel: AUTH_CHANNEL, keyOf: (entry) => entry.actor?.keyHash },
   })
 }
