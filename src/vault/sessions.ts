@@ -8,6 +8,7 @@ import type { Principal, PrincipalLookup } from '../auth/principal.js'
 import type { Clock } from '../clock.js'
 import { AppError, ValidationError, type FieldErrors } from '../errors/index.js'
 import type { AccessRuleRecord, Store, StoreTransaction } from '../store/index.js'
+import { isUncertainWrite } from '../store/unavailable.js'
 
 export const SESSION_LIFETIME_MS = 3 * 60 * 1000
 const MAX_LIFETIME_MS = 24 * 60 * 60 * 1000
@@ -82,14 +83,17 @@ export function sessionsService(deps: { store: Store; hasher: ApiKeyHasher; auth
       const values = { permissions, rules, authorized_by: caller.id, authorized_by_key_hash: caller.keyHash, authorized_at: now, expires_at: ends }
       // The session key may already be cached with no grants: invalidated once the grant
       // commits, or when the commit's answer was lost (the grant may stand).
-      const session = await authenticator.changing(() =>
-        store.transaction(async (trx) => {
+      const session = await store
+        .transaction(async (trx) => {
           const authorized = await store.sessions.authorize(caller.tenantId, nonceHash, values, trx)
           if (!authorized) throw noPendingSession()
           await record(trx, authorized.id)
           return authorized
-        }),
-      )
+        })
+        .catch(async (err: unknown) => {
+          if (!(err instanceof AppError) || isUncertainWrite(err)) await authenticator.invalidateKey(pending.key_hash)
+          throw err
+        })
       await authenticator.invalidateKey(session.key_hash)
       return { id: session.id, expires_at: ends }
     },

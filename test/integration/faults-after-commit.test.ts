@@ -1,6 +1,7 @@
 import t from 'tap'
 import { startTestApp } from '../helpers/app.js'
 import { startFaultProxy } from '../helpers/fault-proxy.js'
+import { unavailableError } from '../../src/store/unavailable.js'
 import { appKey, application, createToken } from '../helpers/tokens.js'
 
 // Postgres behind a fault proxy this test controls: the shared server is never frozen.
@@ -47,4 +48,26 @@ t.test('a session authorization whose commit answer was lost does not leave the 
   t.equal(res.status, 503, res.text)
   t.match(res.body.detail, /may or may not/)
   t.equal((await read()).status, 200, 'the grant stood: the session reads at once, not after the cache\'s time-to-live')
+})
+
+t.test('a session authorization that failed changing nothing drops no other cached key', async (t) => {
+  const app = await startTestApp(t)
+  const other = await appKey(app, { type: 'private', permissions: ['token:read'] })
+  const authorizer = await appKey(app, { type: 'private', permissions: ['token:read'] })
+  const creator = await appKey(app, { type: 'public', permissions: ['token:create'] })
+  t.equal((await app.request('GET', '/tokens', { key: other })).status, 200, 'cached')
+  const created = await app.request('POST', '/sessions', { key: creator })
+  const sessions = app.services.store.sessions
+  const authorize = sessions.authorize
+  sessions.authorize = () => Promise.reject(unavailableError(new Error('acquire timeout'), false))
+  t.teardown(() => void (sessions.authorize = authorize))
+  const res = await app.request('POST', '/sessions/authorize', { key: authorizer, body: { nonce: created.body.nonce, permissions: ['token:read'] } })
+  t.equal(res.status, 503, res.text)
+  const lookups = app.services.store.applications
+  const findByKeyHash = lookups.findByKeyHash
+  let looked = 0
+  lookups.findByKeyHash = (hash) => (looked++, findByKeyHash(hash))
+  t.teardown(() => void (lookups.findByKeyHash = findByKeyHash))
+  t.equal((await app.request('GET', '/tokens', { key: other })).status, 200)
+  t.equal(looked, 0, 'still served from the cache (every key dropped: one look-up)')
 })
