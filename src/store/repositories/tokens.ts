@@ -2,6 +2,9 @@ import type { Knex } from 'knex'
 import type { Clock } from '../../clock.js'
 import { deleteExpiredRows, EXPIRED_BATCH } from './expired-rows.js'
 import { pageOf, type Page } from './page.js'
+import { applyFilter, applyScopes, type AccessScope, type TokenFilter } from './token-queries.js'
+
+export type { AccessScope, ScopeMatch, TokenFilter, TokenMark } from './token-queries.js'
 
 export interface TokenRecord {
   tenant_id: string
@@ -27,23 +30,6 @@ export interface TokenRecord {
   modified_at: Date
 }
 
-/** Which tokens one access rule matches: a container prefix, conditions (all must hold), or every token. */
-export interface ScopeMatch {
-  container?: string
-  conditions?: { attribute: 'id' | 'container'; operator: 'starts_with' | 'equals'; value: string }[]
-}
-
-/**
- * A token-access predicate: the caller's grants as SQL, so lists count and page only tokens it
- * may see. The rules are in priority order and the first that matches a token decides whether
- * it is in scope (`granted`); a token no rule matches is not. Several scopes are ANDed.
- */
-export interface AccessScope {
-  rules: { match: ScopeMatch; granted: boolean }[]
-  /** Tokens with any of these marks set are decided by `marked.rules` instead. */
-  marked?: { marks: readonly TokenMark[]; rules: AccessScope['rules'] }
-}
-
 /** A value a deduplicating create looks for (`findByFingerprints`); `expression` is the one it asked for, or `defaultExpression`. */
 export interface WantedFingerprint {
   type: string
@@ -53,25 +39,11 @@ export interface WantedFingerprint {
   until: Date | null
 }
 
-/** The columns that mark a token whose equality tests tell more than its mask. */
-export type TokenMark = 'fingerprint_beyond_mask' | 'search_beyond_mask'
-
 /** A position in the (created_at, id) order of a tenant's tokens: the last row of the page before. */
 export interface TokenPosition {
   createdAt: Date
   id: string
 }
-
-export interface TokenFilter {
-  ids?: string[]
-  types?: string[]
-  containers?: string[]
-  metadata?: Record<string, string>
-  fingerprints?: string[]
-  searchHashes?: string[]
-}
-
-const CONTAINER_EXISTS = 'exists (select 1 from jsonb_array_elements_text(containers) c where'
 
 const JSON_COLUMNS = ['containers', 'metadata', 'mask', 'search_indexes', 'search_hashes'] as const
 
@@ -88,60 +60,6 @@ const INSERT_CHUNK = 1000
 export function tokensRepository(knex: Knex, now: Clock) {
   const live = (trx: Knex = knex) =>
     trx<TokenRecord>('tokens').where((q) => q.whereNull('expires_at').orWhere('expires_at', '>', new Date(now())))
-
-  function applyFilter(q: Knex.QueryBuilder, f: TokenFilter): void {
-    if (f.ids?.length) void q.whereIn('id', f.ids)
-    if (f.types?.length) void q.whereIn('type', f.types)
-    for (const c of f.containers ?? []) void q.whereRaw(`${CONTAINER_EXISTS} starts_with(c, ?))`, [c])
-    if (f.metadata && Object.keys(f.metadata).length) void q.whereRaw('metadata @> ?::jsonb', [JSON.stringify(f.metadata)])
-    if (f.fingerprints?.length) void q.whereIn('fingerprint', f.fingerprints)
-    for (const h of f.searchHashes ?? []) void q.whereRaw('search_hashes @> ?::jsonb', [JSON.stringify([h])])
-  }
-
-  function applyScopes(q: Knex.QueryBuilder, scopes: readonly AccessScope[]): void {
-    for (const { rules, marked } of scopes) {
-      if (!marked?.marks.length) {
-        void q.where((decided) => applyRules(decided, rules))
-        continue
-      }
-      const isMarked = `(${marked.marks.join(' or ')})`
-      void q.where((either) =>
-        either
-          .where((plain) => plain.whereRaw(`not ${isMarked}`).where((decided) => applyRules(decided, rules)))
-          .orWhere((flagged) => flagged.whereRaw(isMarked).where((decided) => applyRules(decided, marked.rules))),
-      )
-    }
-  }
-
-  function applyRules(q: Knex.QueryBuilder, rules: AccessScope['rules']): void {
-    applyFirstMatch(q, rules, 0, rules.findLastIndex((rule) => rule.granted))
-  }
-
-  /**
-   * Rule `i` onwards, first match deciding, in one pass: `m OR rest` for a rule that grants,
-   * `NOT m AND rest` for one that refuses, `false` past the last rule that grants. Linear in the
-   * rules (each rule's match once), where repeating every earlier refusal under each later grant
-   * was quadratic: 100 conditional rules made more than 65,535 bind parameters.
-   */
-  function applyFirstMatch(q: Knex.QueryBuilder, rules: AccessScope['rules'], i: number, last: number): void {
-    if (i > last) return void q.whereRaw('false')
-    const { match, granted } = rules[i]!
-    if (i === last) return void q.where((m) => applyMatch(m, match))
-    if (granted) void q.where((m) => applyMatch(m, match)).orWhere((rest) => applyFirstMatch(rest, rules, i + 1, last))
-    else void q.whereNot((m) => applyMatch(m, match)).where((rest) => applyFirstMatch(rest, rules, i + 1, last))
-  }
-
-  function applyMatch(q: Knex.QueryBuilder, match: ScopeMatch): void {
-    void q.whereRaw('true')
-    if (match.container !== undefined) void q.whereRaw(`${CONTAINER_EXISTS} starts_with(c, ?))`, [match.container])
-    for (const cond of match.conditions ?? []) {
-      if (cond.attribute === 'id') {
-        void (cond.operator === 'equals' ? q.where('id', cond.value) : q.whereRaw('starts_with(id, ?)', [cond.value]))
-      } else {
-        void q.whereRaw(`${CONTAINER_EXISTS} ${cond.operator === 'equals' ? 'c = ?' : 'starts_with(c, ?)'})`, [cond.value])
-      }
-    }
-  }
 
   /**
    * `insert` for many rows with distinct ids, a statement per thousand (a whole /tokenize call,
