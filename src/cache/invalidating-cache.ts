@@ -28,7 +28,8 @@ export interface InvalidatingCacheOptions<V> {
 export interface InvalidatingCache<V> {
   /**
    * From memory when cached and fresh; otherwise `load`, whose answer is kept unless an invalidation of
-   * its key (or of what it depends on) raced with it. Concurrent misses of a key share one load.
+   * its key (or of what it depends on) raced with it. Concurrent misses of a key share one load,
+   * so `load` must read nothing but what `key` names (put a tenant in the key, not only in `load`).
    */
   get(key: string, load: () => Promise<V | undefined>): Promise<V | undefined>
   /** The fresh cached value, without loading. */

@@ -36,11 +36,9 @@ export function createActorLookup(store: Store, bus?: InvalidationBus): ActorLoo
     dependsOn: { channel: AUTH_CHANNEL, keyOf: (actor) => actor.keyHash },
   })
   return {
-    async find(tenantId, id) {
-      const actor = await cache.get(id.toLowerCase(), () => load(tenantId, id))
-      // Ids are unique across tenants, but another tenant's Application must still read as missing.
-      return actor?.tenantId === tenantId ? actor : undefined
-    },
+    // By tenant and id: a load reads within the asking tenant, so a miss shares a load (and an
+    // entry) only with lookups of the same tenant.
+    find: (tenantId, id) => cache.get(`${tenantId}:${id.toLowerCase()}`, () => load(tenantId, id)),
     start: () => cache.start(),
   }
 }

@@ -12,7 +12,7 @@ export interface CachedReactor {
 export interface ReactorCache {
   /** The Reactor from memory when cached, else loaded (and cached); undefined when it does not exist. */
   get(tenantId: string, id: string): Promise<CachedReactor | undefined>
-  invalidate(reactorId: string): Promise<void>
+  invalidate(tenantId: string, reactorId: string): Promise<void>
   start(): Promise<void>
 }
 
@@ -27,13 +27,12 @@ export function createReactorCache(deps: {
     const reactor = await deps.loadReactor(tenantId, id)
     return reactor && { reactor, actor: await deps.loadActor(reactor) }
   }
+  // By tenant and id: a load reads within the caller's tenant, so a miss must share a load (and
+  // an entry) only with callers of the same tenant (another tenant's miss read as the owner's 404).
+  const keyOf = (tenantId: string, id: string) => `${tenantId}:${id}`
   return {
-    async get(tenantId, id) {
-      const entry = await cache.get(id, () => load(tenantId, id))
-      // Ids are unique across tenants, but another tenant's Reactor must still read as missing.
-      return entry?.reactor.tenant_id === tenantId ? entry : undefined
-    },
-    invalidate: (id) => cache.invalidate(id),
+    get: (tenantId, id) => cache.get(keyOf(tenantId, id), () => load(tenantId, id)),
+    invalidate: (tenantId, id) => cache.invalidate(keyOf(tenantId, id)),
     start: () => cache.start(),
   }
 }

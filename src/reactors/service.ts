@@ -113,7 +113,7 @@ export function reactorsService(deps: {
         ...changeStamp(caller),
       }))
       // The stored id, not the one asked with: uuids match in any case, cache keys only in one.
-      await cache.invalidate(current.id)
+      await cache.invalidate(current.tenant_id, current.id)
       if (!updated) throw notFound()
       return updated
     },
@@ -122,7 +122,7 @@ export function reactorsService(deps: {
       const current = await find(caller.tenantId, id)
       await host.authorizeBound(caller, current.application_id)
       const deleted = await store.reactors.delete(caller.tenantId, id)
-      await cache.invalidate(current.id)
+      await cache.invalidate(current.tenant_id, current.id)
       if (!deleted) throw notFound()
       host.retire(current.id)
     },
