@@ -7,7 +7,7 @@ import { authorizeGrant, authorizeSessionStep } from '../auth/policies.js'
 import type { Principal, PrincipalLookup } from '../auth/principal.js'
 import type { Clock } from '../clock.js'
 import { AppError, ValidationError, type FieldErrors } from '../errors/index.js'
-import type { AccessRuleRecord, Store, StoreTransaction } from '../store/index.js'
+import type { AccessRuleRecord, ApplicationRecord, Store, StoreTransaction } from '../store/index.js'
 import { isUncertainWrite } from '../store/unavailable.js'
 
 export const SESSION_LIFETIME_MS = 3 * 60 * 1000
@@ -29,6 +29,22 @@ export interface SessionGrant {
  */
 export function sessionsService(deps: { store: Store; hasher: ApiKeyHasher; authenticator: Authenticator; clock: Clock }) {
   const { store, hasher, authenticator, clock } = deps
+
+  /**
+   * The authorizer's and the creator's rows, locked (in id order) as every change of an
+   * Application's grants or keys locks its row before it lists the sessions to end or
+   * invalidate: this grant is then either in that list or judged against what the change made.
+   * Without the lock, a grant committed between a change's list and its commit stayed cached
+   * with the old grants. 401 when the authorizer's key went meanwhile.
+   */
+  async function lockVouchers(caller: Principal, creatorId: string, trx: StoreTransaction): Promise<{ authorizer: Principal; creator: ApplicationRecord | undefined }> {
+    const locked = new Map<string, ApplicationRecord | undefined>()
+    for (const id of [...new Set([caller.id, creatorId])].sort()) locked.set(id, await store.applications.lock(caller.tenantId, id, trx))
+    const authorizer = locked.get(caller.id)
+    if (authorizer === undefined || !(await holdsKey(store, authorizer, caller.keyHash))) throw new AppError('unauthenticated', { detail: 'The API key is not valid.' })
+    return { authorizer: applicationPrincipal(authorizer, caller.keyHash), creator: locked.get(creatorId) }
+  }
+
   return {
     async createSession(caller: Principal): Promise<{ id: string; session_key: string; nonce: string; expires_at: Date }> {
       authorizeSessionStep(caller, 'create')
@@ -75,16 +91,17 @@ export function sessionsService(deps: { store: Store; hasher: ApiKeyHasher; auth
       const nonceHash = hasher.hash(grant.nonce)
       const pending = await store.sessions.findPending(caller.tenantId, nonceHash, now)
       if (!pending) throw noPendingSession()
-      // An authorizer can hand on only what it holds itself: containers, conditions and transforms included.
-      authorizeGrant(caller, { permissions, rules }, { what: 'The session grant' })
-      // A session ends with its creator and its authorizer (see sessionLookup): stored and answered as it will be.
-      const creator = await store.applications.findById(caller.tenantId, pending.created_by)
-      const ends = earliest(earliest(expiresAt, caller.expiresAt), creator?.expires_at ?? null)
-      const values = { permissions, rules, authorized_by: caller.id, authorized_by_key_hash: caller.keyHash, authorized_at: now, expires_at: ends }
       // The session key may already be cached with no grants: invalidated once the grant
       // commits, or when the commit's answer was lost (the grant may stand).
       const session = await store
         .transaction(async (trx) => {
+          const { authorizer, creator } = await lockVouchers(caller, pending.created_by, trx)
+          // An authorizer can hand on only what it holds itself (containers, conditions and
+          // transforms included), as its row is now.
+          authorizeGrant(authorizer, { permissions, rules }, { what: 'The session grant' })
+          // A session ends with its creator and its authorizer (see sessionLookup): stored and answered as it will be.
+          const ends = earliest(earliest(expiresAt, authorizer.expiresAt), creator?.expires_at ?? null)
+          const values = { permissions, rules, authorized_by: caller.id, authorized_by_key_hash: caller.keyHash, authorized_at: now, expires_at: ends }
           const authorized = await store.sessions.authorize(caller.tenantId, nonceHash, values, trx)
           if (!authorized) throw noPendingSession()
           await record(trx, authorized.id)
@@ -95,7 +112,7 @@ export function sessionsService(deps: { store: Store; hasher: ApiKeyHasher; auth
           throw err
         })
       await authenticator.invalidateKey(session.key_hash)
-      return { id: session.id, expires_at: ends }
+      return { id: session.id, expires_at: session.expires_at }
     },
 
     /**
