@@ -1,4 +1,4 @@
-import type { ApplicationRecord, Store } from '../store/index.js'
+import type { ApplicationRecord, Store, StoreTransaction } from '../store/index.js'
 import type { Principal, PrincipalLookup } from './principal.js'
 
 /** An Application as the principal it acts as, through one of its keys (its own by default). */
@@ -15,11 +15,11 @@ export function applicationPrincipal(app: ApplicationRecord, keyHash = app.key_h
   }
 }
 
-/** Whether `keyHash` is still a live key of `app`: its own, or one of its extra keys. */
-export async function holdsKey(store: Store, app: ApplicationRecord, keyHash: string | null): Promise<boolean> {
+/** Whether `keyHash` is still a live key of `app`: its own, or one of its extra keys (read in `trx` when given). */
+export async function holdsKey(store: Store, app: ApplicationRecord, keyHash: string | null, trx?: StoreTransaction): Promise<boolean> {
   if (keyHash === null) return false
   if (app.key_hash === keyHash) return true
-  return (await store.applicationKeys.findByKeyHash(keyHash))?.application_id === app.id
+  return (await store.applicationKeys.findByKeyHash(keyHash, trx))?.application_id === app.id
 }
 
 /** Finds the Application that owns a key hash: its own key, or one of its extra keys. */

@@ -7,7 +7,7 @@ import { authorizeGrant, authorizeSessionStep } from '../auth/policies.js'
 import type { Principal, PrincipalLookup } from '../auth/principal.js'
 import type { Clock } from '../clock.js'
 import { AppError, ValidationError, type FieldErrors } from '../errors/index.js'
-import type { AccessRuleRecord, ApplicationRecord, Store, StoreTransaction } from '../store/index.js'
+import type { AccessRuleRecord, ApplicationRecord, SessionRecord, Store, StoreTransaction } from '../store/index.js'
 import { isUncertainWrite } from '../store/unavailable.js'
 
 export const SESSION_LIFETIME_MS = 3 * 60 * 1000
@@ -37,12 +37,15 @@ export function sessionsService(deps: { store: Store; hasher: ApiKeyHasher; auth
    * Without the lock, a grant committed between a change's list and its commit stayed cached
    * with the old grants. 401 when the authorizer's key went meanwhile.
    */
-  async function lockVouchers(caller: Principal, creatorId: string, trx: StoreTransaction): Promise<{ authorizer: Principal; creator: ApplicationRecord | undefined }> {
+  async function lockVouchers(caller: Principal, pending: SessionRecord, trx: StoreTransaction): Promise<{ authorizer: Principal; creator: ApplicationRecord }> {
     const locked = new Map<string, ApplicationRecord | undefined>()
-    for (const id of [...new Set([caller.id, creatorId])].sort()) locked.set(id, await store.applications.lock(caller.tenantId, id, trx))
+    for (const id of [...new Set([caller.id, pending.created_by])].sort()) locked.set(id, await store.applications.lock(caller.tenantId, id, trx))
     const authorizer = locked.get(caller.id)
-    if (authorizer === undefined || !(await holdsKey(store, authorizer, caller.keyHash))) throw new AppError('unauthenticated', { detail: 'The API key is not valid.' })
-    return { authorizer: applicationPrincipal(authorizer, caller.keyHash), creator: locked.get(creatorId) }
+    if (authorizer === undefined || !(await holdsKey(store, authorizer, caller.keyHash, trx))) throw new AppError('unauthenticated', { detail: 'The API key is not valid.' })
+    // A session whose creator went, or no longer holds the key it was made with, is already dead.
+    const creator = locked.get(pending.created_by)
+    if (creator === undefined || !(await holdsKey(store, creator, pending.created_by_key_hash, trx))) throw noPendingSession()
+    return { authorizer: applicationPrincipal(authorizer, caller.keyHash), creator }
   }
 
   return {
@@ -95,12 +98,12 @@ export function sessionsService(deps: { store: Store; hasher: ApiKeyHasher; auth
       // commits, or when the commit's answer was lost (the grant may stand).
       const session = await store
         .transaction(async (trx) => {
-          const { authorizer, creator } = await lockVouchers(caller, pending.created_by, trx)
+          const { authorizer, creator } = await lockVouchers(caller, pending, trx)
           // An authorizer can hand on only what it holds itself (containers, conditions and
           // transforms included), as its row is now.
           authorizeGrant(authorizer, { permissions, rules }, { what: 'The session grant' })
           // A session ends with its creator and its authorizer (see sessionLookup): stored and answered as it will be.
-          const ends = earliest(earliest(expiresAt, authorizer.expiresAt), creator?.expires_at ?? null)
+          const ends = earliest(earliest(expiresAt, authorizer.expiresAt), creator.expires_at)
           const values = { permissions, rules, authorized_by: caller.id, authorized_by_key_hash: caller.keyHash, authorized_at: now, expires_at: ends }
           const authorized = await store.sessions.authorize(caller.tenantId, nonceHash, values, trx)
           if (!authorized) throw noPendingSession()

@@ -48,3 +48,27 @@ t.test('a session authorized while its authorizer is narrowed does not keep the 
   const read = await app.request('GET', `/tokens/${token}`, { key: created.body.session_key })
   t.not(read.body?.data, VISA, 'the session never reveals the card')
 })
+
+t.test('the authorization reads its locked rows in its own transaction: an extra key authorizes, on one connection too', async (t) => {
+  const app = await startTestApp(t)
+  const authorizer = await application(app, { type: 'private', permissions: ['token:read'] })
+  const extra = await app.request('POST', `/applications/${authorizer.id}/keys`)
+  t.equal(extra.status, 201, extra.text)
+  const creator = await appKey(app, { type: 'public', permissions: ['token:create'] })
+  const created = await app.request('POST', '/sessions', { key: creator })
+  const res = await app.request('POST', '/sessions/authorize', { key: extra.body.key, body: { nonce: created.body.nonce, permissions: ['token:read'] } })
+  t.equal(res.status, 200, res.text)
+})
+
+t.test('a pending session whose creator was deleted or re-keyed is not authorized', async (t) => {
+  const app = await startTestApp(t)
+  const authorizer = await appKey(app, { type: 'private', permissions: ['token:read'] })
+  for (const change of ['DELETE', 'regenerate'] as const) {
+    const creator = await application(app, { type: 'public', permissions: ['token:create'] })
+    const created = await app.request('POST', '/sessions', { key: creator.key })
+    const done = change === 'DELETE' ? await app.request('DELETE', `/applications/${creator.id}`) : await app.request('POST', `/applications/${creator.id}/regenerate`)
+    t.ok(done.status < 300, done.text)
+    const res = await app.request('POST', '/sessions/authorize', { key: authorizer, body: { nonce: created.body.nonce, permissions: ['token:read'] } })
+    t.equal(res.status, 404, `${change}: ${res.text}`)
+  }
+})

@@ -44,8 +44,8 @@ export function applicationKeysRepository(knex: Knex) {
       const rows = await of(tenantId, applicationId, trx).select('key_hash')
       return (rows as { key_hash: string }[]).map((r) => r.key_hash)
     },
-    async findByKeyHash(keyHash: string): Promise<ApplicationKeyRecord | undefined> {
-      return table().where({ key_hash: keyHash }).first()
+    async findByKeyHash(keyHash: string, trx: Knex = knex): Promise<ApplicationKeyRecord | undefined> {
+      return table(trx).where({ key_hash: keyHash }).first()
     },
   }
 }
