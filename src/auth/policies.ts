@@ -177,6 +177,16 @@ export function withinSaver(caller: Principal, saver: Principal | null | undefin
   return { ...caller, within: [...(caller.within ?? []), bound] }
 }
 
+/**
+ * A refusal of data detokenized under `withinSaver`, saying so: the caller's own key may hold
+ * what was refused (an operator should look at who saved the code, not at the caller).
+ */
+export function refusedWithinSaver(err: unknown, what: 'Reactor' | 'proxy', saverId: string | null): unknown {
+  if (!(err instanceof AppError) || err.code !== 'forbidden' || saverId === null) return err
+  const detail = `${err.detail ?? err.title} Callers' data reaches this ${what} only within the grants of the Application that last saved it (${saverId}) as well as the caller's: save it again with a key that reaches the token.`
+  return new AppError('forbidden', { detail, errors: err.errors, cause: err })
+}
+
 /** The proxy is a token:use feature: checked even when the request holds no tokens. */
 export function authorizeProxyCaller(principal: Principal): void {
   if (principal.type !== 'private' || !holdsPermission(principal.rules, principal.permissions, 'token:use')) {

@@ -49,7 +49,9 @@ t.test('a Reactor rewritten by a key without the token ceiling gets no caller da
   const general_ = await application(app, { type: 'management', permissions: ['reactor:read', 'reactor:update'], rules: rule('/general/', ceiling) })
   t.equal((await app.request('PUT', `/reactors/${id}`, { key: general_.key, body: { name: 'r', code: echo } })).status, 200)
   t.same((await react(`{{ ${general} }}`)).body.raw, { v: GENERAL }, 'saved by a /general/ ceiling: /general/ goes')
-  t.equal((await react(`{{ ${pci} }}`)).status, 403, '/pci/ does not')
+  const beyond = await react(`{{ ${pci} }}`)
+  t.equal(beyond.status, 403, '/pci/ does not')
+  t.match(beyond.body.detail, new RegExp(`last saved it \\(${general_.id}\\)`), 'the refusal names the saver, not only the caller')
   t.equal((await app.request('DELETE', `/applications/${general_.id}`)).status, 204)
   t.equal((await react(`{{ ${general} }}`)).status, 403, 'the saver deleted: nothing goes until someone saves it again')
 })
@@ -76,7 +78,9 @@ t.test('a require_auth proxy re-pointed by a key without the token ceiling forwa
   const general_ = await application(app, { type: 'management', permissions: ['proxy:read', 'proxy:update'], rules: rule('/general/', ceiling) })
   t.equal((await app.request('PUT', `/proxies/${id}`, { key: general_.key, body: { name: 'p', destination_url: stub.origin } })).status, 200)
   t.equal((await call(`{{ ${general} }}`)).status, 200)
-  t.equal((await call(`{{ ${pci} }}`)).status, 403)
+  const beyond = await call(`{{ ${pci} }}`)
+  t.equal(beyond.status, 403)
+  t.match(JSON.parse(beyond.body.toString()), { proxy_error: { detail: new RegExp(`last saved it \\(${general_.id}\\)`) } })
   t.same(stub.seen.map((s) => JSON.parse(s.body.toString())), [{ v: GENERAL }], 'only what the saver reaches went')
 })
 
@@ -95,24 +99,31 @@ t.test('a require_auth: false proxy stops when its binder loses token:use', asyn
   t.same(stub.seen, [])
 })
 
-t.test('the migration takes the saver of existing rows with no Application from their last saver', async (t) => {
+t.test('the migration takes the saver of existing rows without one from their last saver, if it still exists and has not expired', async (t) => {
   const knex = await databaseBefore(t, '20261130000000_code_savers')
   const now = new Date()
   const [tenant] = await knex('tenants').insert({ id: '00000000-0000-4000-8000-000000000001', name: 't', created_at: now, modified_at: now }).returning('id')
   const saver = '00000000-0000-4000-8000-00000000000b'
   await knex('applications').insert({ id: saver, type: 'management', tenant_id: tenant.id, name: 'a', key_hash: 'b'.repeat(64), permissions: JSON.stringify([]), rules: JSON.stringify([]), created_at: now, modified_at: now })
+  const expired = '00000000-0000-4000-8000-00000000000c'
+  await knex('applications').insert({ id: expired, type: 'management', tenant_id: tenant.id, name: 'e', key_hash: 'e'.repeat(64), permissions: JSON.stringify([]), rules: JSON.stringify([]), created_at: now, modified_at: now, expires_at: new Date(now.getTime() - 60_000) })
   const row = (id: string, modified_by: string) => ({ id, tenant_id: tenant.id, name: 'r', application_id: null, created_by: saver, created_at: now, modified_by, modified_at: now })
   const version = '00000000-0000-4000-8000-000000000001'
   await knex('reactors').insert([
     { ...row('00000000-0000-4000-8000-000000000101', saver), code: 'x', version },
-    // Saved by a key deleted before the upgrade: left unbounded, not stopped.
+    // Saved by a key deleted (or expired) before the upgrade: left unbounded, not stopped.
     { ...row('00000000-0000-4000-8000-000000000102', '00000000-0000-4000-8000-0000000000ff'), code: 'x', version },
+    { ...row('00000000-0000-4000-8000-000000000103', expired), code: 'x', version },
+    // With an Application, saved through a server that did not record binders: bounded too.
+    { ...row('00000000-0000-4000-8000-000000000104', saver), application_id: saver, code: 'x', version },
   ])
   await knex('proxies').insert({ ...row('00000000-0000-4000-8000-000000000201', saver), key_hash: 'c'.repeat(64), destination_url: 'https://example.com', version })
   await knex.migrate.up({ migrationSource })
   t.same(await knex('reactors').select('id', 'bound_by').orderBy('id'), [
     { id: '00000000-0000-4000-8000-000000000101', bound_by: saver },
     { id: '00000000-0000-4000-8000-000000000102', bound_by: null },
+    { id: '00000000-0000-4000-8000-000000000103', bound_by: null },
+    { id: '00000000-0000-4000-8000-000000000104', bound_by: saver },
   ])
   t.same(await knex('proxies').select('bound_by'), [{ bound_by: saver }])
 })
