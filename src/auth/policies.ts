@@ -61,8 +61,13 @@ export function tokenDecision(principal: Principal, permission: TokenPermission,
 /** The transform for `permission` on this token, or 403. */
 export function authorizeToken(principal: Principal, permission: TokenPermission, token: TokenScope): Transform {
   const transform = tokenDecision(principal, permission, token)
-  if (transform === undefined) throw new AppError('forbidden', { detail: `The key lacks ${permission} on token ${token.id}.` })
-  return transform
+  if (transform !== undefined) return transform
+  // Refused by a bound, not by the key's own grants: say so, or the caller looks at the wrong key.
+  const bounded = principal.within !== undefined && TOKEN_ACTORS.has(principal.type) && decideFor(principal, permission, token) !== undefined
+  const detail = bounded
+    ? `The key holds ${permission} on token ${token.id}, but not within the grants it acts within here (a session's authorizer's; the Application that last saved the Reactor or proxy the data goes to, or that bound its code).`
+    : `The key lacks ${permission} on token ${token.id}.`
+  throw new AppError('forbidden', { detail })
 }
 
 /** Creating a token in, or adding or removing, a container needs `permission` on each container on its own. */
@@ -175,16 +180,6 @@ export function withinSaver(caller: Principal, saver: Principal | null | undefin
   const active = saver !== undefined && (saver.expiresAt === null || saver.expiresAt.getTime() > now)
   const bound = active ? { permissions: saver.permissions, rules: saver.rules } : NOTHING
   return { ...caller, within: [...(caller.within ?? []), bound] }
-}
-
-/**
- * A refusal of data detokenized under `withinSaver`, saying so: the caller's own key may hold
- * what was refused (an operator should look at who saved the code, not at the caller).
- */
-export function refusedWithinSaver(err: unknown, what: 'Reactor' | 'proxy', saverId: string | null): unknown {
-  if (!(err instanceof AppError) || err.code !== 'forbidden' || saverId === null) return err
-  const detail = `${err.detail ?? err.title} Callers' data reaches this ${what} only within the grants of the Application that last saved it (${saverId}) as well as the caller's: save it again with a key that reaches the token.`
-  return new AppError('forbidden', { detail, errors: err.errors, cause: err })
 }
 
 /** The proxy is a token:use feature: checked even when the request holds no tokens. */

@@ -1,4 +1,4 @@
-import { actingApplication, assertActive, refusedWithinSaver, requireHeld, withinSaver } from '../auth/policies.js'
+import { actingApplication, assertActive, requireHeld, withinSaver } from '../auth/policies.js'
 import type { Authenticator } from '../auth/authenticator.js'
 import type { Principal } from '../auth/principal.js'
 import type { Clock } from '../clock.js'
@@ -134,9 +134,7 @@ export function reactorsService(deps: {
       const { reactor, actor } = cached
       // The code's saver chose where the args go: they reach no further than its grants either.
       const sender = withinSaver(caller, await host.saver(reactor.tenant_id, reactor.bound_by), deps.clock())
-      const detokenized = await detokenizeValue(deps.tokens, sender, args, deps.config.expressions.maxTokens, 'token:use', audit?.invoking).catch((err: unknown) => {
-        throw sender === caller ? err : refusedWithinSaver(err, 'Reactor', reactor.bound_by)
-      })
+      const detokenized = await detokenizeValue(deps.tokens, sender, args, deps.config.expressions.maxTokens, 'token:use', audit?.invoking)
       const code = { tenantId: reactor.tenant_id, reactorId: reactor.id, version: reactor.version, code: reactor.code, configuration: reactor.configuration }
       const outcome = await host.invoke(code, detokenized, { actor, boundBy: reactor.bound_by, tokenRead: audit?.tokenRead, tokensCreated: audit?.tokensCreated, denied: audit?.denied, fetching: audit?.fetching })
       return shape(outcome, reactor, actor, await currentCaller(caller), audit)

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Readable } from 'node:stream'
 import type { Middleware } from 'koa'
 import type { Authenticator } from '../../auth/authenticator.js'
-import { authorizeEphemeralProxy, preconfiguredProxyPrincipal, refusedWithinSaver, unknownProxyKey, withinSaver } from '../../auth/policies.js'
+import { authorizeEphemeralProxy, preconfiguredProxyPrincipal, unknownProxyKey, withinSaver } from '../../auth/policies.js'
 import type { Principal } from '../../auth/principal.js'
 import type { AuditRecorder } from '../../audit/audit-log.js'
 import type { Clock } from '../../clock.js'
@@ -93,9 +93,7 @@ async function handlePreconfigured(ctx: AppContext, deps: ProxyRouteDeps, proxyK
   const query = ctx.querystring
   const destination = service.destination(proxy.destination_url, path, query)
   const audit = new ProxyCallAudit(ctx, deps.audit, destination, proxy.id)
-  const result = await service
-    .call({ principal, actor, method: ctx.method, destination, path, query, headers: ctx.req.rawHeaders, body, caller: new CallerLink(ctx), audit })
-    .catch((err: unknown) => auditFailure(audit)(proxy.require_auth ? refusedWithinSaver(err, 'proxy', proxy.bound_by) : err))
+  const result = await service.call({ principal, actor, method: ctx.method, destination, path, query, headers: ctx.req.rawHeaders, body, caller: new CallerLink(ctx), audit }).catch(auditFailure(audit))
   sendAudited(ctx, result, audit)
 }
 
