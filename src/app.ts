@@ -5,6 +5,7 @@ import type { AppState } from './http/context.js'
 import { accessLog } from './http/middleware/access-log.js'
 import { auditRequests } from './http/middleware/audit.js'
 import { authenticate } from './http/middleware/authenticate.js'
+import { cors } from './http/middleware/cors.js'
 import { errorHandler } from './http/middleware/error-handler.js'
 import { idempotency } from './http/middleware/idempotency.js'
 import { noStore } from './http/middleware/no-store.js'
@@ -45,6 +46,8 @@ export function buildApp(services: Services, drain = new Drain()): Koa<AppState>
   app.use(httpMetrics(services.metrics))
   app.use(accessLog(logger, drain))
   app.use(errorHandler(logger))
+  // Inside the error handler, so problems carry its headers; a preflight ends here.
+  app.use(cors(config.cors.origins))
   app.use(auditRequests(services.audit, config.rateLimit.trustedProxies))
   // Before authentication and body parsing, so a flood costs as little as possible.
   app.use(rateLimitMiddleware(services.limiter, config))

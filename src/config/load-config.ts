@@ -3,6 +3,7 @@ import { availableParallelism } from 'node:os'
 import { Ajv } from 'ajv'
 import { parseRange } from '../ratelimit/client-ip.js'
 import { KeyringError, parseKeyring } from '../vault/crypto/parse-keyring.js'
+import { parseCorsOrigins } from './cors-origins.js'
 import { mapScopes, rateScopes, rateVariable, type RateScope } from './rate-scopes.js'
 import { runtimeChildEnv } from './runtime-env.js'
 import { configSchema, RATE_MAX, type RawConfig } from './schema.js'
@@ -55,6 +56,8 @@ export interface Config {
   /** Where `GET /metrics` is served: nowhere, on a port of its own, or on the API port behind the operator key. */
   metrics: { mode: 'off' | 'port' | 'operator'; port: number; host: string }
   proxy: { timeoutMs: number; allowHttp: boolean; allowPrivate: boolean }
+  /** Origins whose browser pages may call the API (`['*']`: any); empty: no CORS answers at all. */
+  cors: { origins: readonly string[] }
   expressions: { maxTokens: number }
   reactors: {
     timeoutMs: number
@@ -178,6 +181,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     metrics: { mode: r.SVC_METRICS, port: r.SVC_METRICS_PORT, host: r.SVC_METRICS_HOST },
     proxy: { timeoutMs: r.SVC_PROXY_TIMEOUT_MS, allowHttp: r.SVC_PROXY_ALLOW_HTTP, allowPrivate: r.SVC_PROXY_ALLOW_PRIVATE },
+    cors: { origins: parseCorsOrigins(r.SVC_CORS_ORIGINS) },
     expressions: { maxTokens: r.SVC_MAX_EXPRESSION_TOKENS },
     reactors: {
       timeoutMs: r.SVC_REACTOR_TIMEOUT_MS,
@@ -245,9 +249,10 @@ function valueProblems(set: Record<string, string | undefined>): string[] {
     const { limit, windowSeconds } = parseRate(set[name] ?? '1/1')
     if (limit > RATE_MAX.limit || windowSeconds > RATE_MAX.windowSeconds) problems.push(`${name} must have a count of at most ${RATE_MAX.limit} and a window of at most ${RATE_MAX.windowSeconds} seconds`)
   }
-  for (const entry of listEntries(set.SVC_TRUSTED_PROXIES ?? '')) {
+  const parsers: Array<() => unknown> = [...listEntries(set.SVC_TRUSTED_PROXIES ?? '').map((entry) => () => parseRange(entry)), () => parseCorsOrigins(set.SVC_CORS_ORIGINS ?? '')]
+  for (const parse of parsers) {
     try {
-      parseRange(entry)
+      parse()
     } catch (err) {
       problems.push(err instanceof Error ? err.message : String(err))
     }

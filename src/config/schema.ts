@@ -58,6 +58,8 @@ export const configSchema = Type.Object(
     SVC_REDIS_COMMAND_TIMEOUT_MS: positiveInt(1, 60_000, 250),
     // Comma-separated IP addresses and CIDR ranges; each entry is checked by loadConfig.
     SVC_TRUSTED_PROXIES: Type.String({ default: '' }),
+    // Comma-separated origins (or `*`) browsers may call from; each entry is checked by loadConfig.
+    SVC_CORS_ORIGINS: Type.String({ default: '' }),
     SVC_RATE_LIMIT_IPV6_PREFIX: positiveInt(1, 128, 64),
     SVC_RATE_LIMIT_LEASE_PERCENT: positiveInt(0, 10, 1),
     SVC_EXPIRY_SWEEP_SECONDS: positiveInt(1, 86_400, 60),

@@ -176,15 +176,20 @@ function sendResult(ctx: AppContext, result: ProxyResult): void {
   if (result.destinationStatus !== undefined) res.setHeader('SVC-PROXY-DESTINATION-STATUS', String(result.destinationStatus))
   else res.removeHeader('SVC-PROXY-DESTINATION-STATUS')
   // Tessera's RateLimit-* fields describe its own limiter and go out as one set (README): the
-  // destination's would replace some of them and leave a mixed set.
+  // destination's would replace some of them and leave a mixed set. Its CORS fields answer the
+  // preflight Tessera answered: the destination's policy is not the one the browser asked.
   const ownLimits = res.hasHeader('ratelimit-limit')
+  const ownCors = res.hasHeader('access-control-allow-origin')
+  const relayed = (name: string) => !(ownLimits && name.startsWith('ratelimit')) && !(ownCors && name.startsWith('access-control-'))
   try {
-    for (const name in result.headers) if (!ownLimits || !name.startsWith('ratelimit')) res.setHeader(name, result.headers[name] as string | string[])
+    for (const name in result.headers) if (relayed(name)) res.setHeader(name, result.headers[name] as string | string[])
+    if (ownCors) ctx.vary('Origin')
     res.writeHead(result.status)
   } catch (cause) {
     // Nothing was sent yet: the error handler answers, without the destination's headers.
     if (result.body instanceof Readable) discardBody(result.body)
-    for (const name in result.headers) if (!ownLimits || !name.startsWith('ratelimit')) res.removeHeader(name)
+    for (const name in result.headers) if (relayed(name)) res.removeHeader(name)
+    if (ownCors) ctx.vary('Origin')
     res.removeHeader('SVC-PROXY-DESTINATION-STATUS')
     res.setHeader('Cache-Control', 'no-store') // the destination's, if it sent one, went with the rest
     throw new AppError('destination_unreachable', { detail: 'The destination answered with a header or status that cannot be relayed.', cause })
