@@ -38,8 +38,8 @@ export interface InvalidatingCache<V> {
   generation(): number
   /** Keeps `value` unless its key, what it depends on or every key was invalidated (or the listener changed) since `seen` was read. */
   put(key: string, value: V, seen: number): void
-  /** Drops `key` here now and in every other process (by NOTIFY); never rejects. */
-  invalidate(key: string): Promise<void>
+  /** Drops `keys` here now and in every other process (by one NOTIFY statement); never rejects. */
+  invalidate(keys: string | readonly string[]): Promise<void>
   /** Subscribes to the channels; before this, nothing is cached. */
   start(): Promise<void>
   stats(): { entries: number; bytes: number; caching: boolean }
@@ -49,15 +49,15 @@ export interface InvalidatingCache<V> {
 export interface LoadingCache<V> {
   /** From memory when cached and fresh, else loaded (and kept); undefined when there is nothing to load. */
   get(key: string): Promise<V | undefined>
-  /** Drops `key` here now and in every other process. */
-  invalidate(key: string): Promise<void>
+  /** Drops `keys` here now and in every other process. */
+  invalidate(keys: string | readonly string[]): Promise<void>
   start(): Promise<void>
 }
 
 export function loadingCache<V>(cache: InvalidatingCache<V>, load: (key: string) => Promise<V | undefined>): LoadingCache<V> {
   return {
     get: (key) => cache.get(key, () => load(key)),
-    invalidate: (key) => cache.invalidate(key),
+    invalidate: (keys) => cache.invalidate(keys),
     start: () => cache.start(),
   }
 }
@@ -245,7 +245,7 @@ export function createInvalidatingCache<V>(options: InvalidatingCacheOptions<V>)
     peek,
     generation: () => generation,
     put,
-    invalidate: (key) => bus.publish(options.channel, key),
+    invalidate: (keys) => bus.publish(options.channel, keys),
     async start() {
       if (started) return
       await bus.subscribe(options.channel, drop)

@@ -14,13 +14,13 @@ export interface InvalidationBus {
   /** `handler` hears every key published on `channel`, from this process at once and from the others by NOTIFY. */
   subscribe(channel: string, handler: (key: string) => void): Promise<void>
   /**
-   * Tells every process that `key` changed. Called after the change committed, so it never
-   * rejects: the change stands whatever happens here. This process hears it before this
-   * returns; on Postgres it also waits (up to 1 s) to hear its own NOTIFY back, so the other
-   * processes have been sent it before the writer answers. A NOTIFY that fails is retried
-   * until the database takes it.
+   * Tells every process that `keys` changed (one NOTIFY statement for them all). Called after
+   * the change committed, so it never rejects: the change stands whatever happens here. This
+   * process hears them before this returns; on Postgres it also waits (up to 1 s) to hear its
+   * own NOTIFYs back, so the other processes have been sent them before the writer answers. A
+   * NOTIFY that fails is retried until the database takes it.
    */
-  publish(channel: string, key: string): Promise<void>
+  publish(channel: string, keys: string | readonly string[]): Promise<void>
   /** false while notifications may be missed: caches must not keep anything then. */
   readonly live: boolean
   /** `live` changed: on `false` and on `true` alike, everything cached may be stale. */
@@ -73,20 +73,20 @@ export function createInvalidationBus(db: Database, logger: Logger): Invalidatio
 
   function flush(): void {
     retry = undefined
-    const batch = [...pending].flatMap(([channel, keys]) => [...keys].map((key) => [channel, key] as const))
+    const batch = [...pending].map(([channel, keys]) => [channel, [...keys]] as const)
     pending.clear()
-    void Promise.all(batch.map(([channel, key]) => send(channel, key))).then((sent) => {
+    void Promise.all(batch.map(([channel, keys]) => send(channel, keys))).then((sent) => {
       if (sent.every(Boolean)) retryMs = FIRST_RETRY_MS
     })
   }
 
-  async function send(channel: string, key: string): Promise<boolean> {
+  async function send(channel: string, keys: readonly string[]): Promise<boolean> {
     try {
-      await db.notify(channel, key)
+      await db.notify(channel, keys)
       return true
     } catch (err) {
-      logger.warn({ err, channel }, 'could not announce an invalidation; will retry')
-      keep(channel, key)
+      logger.warn({ err, channel, keys: keys.length }, 'could not announce an invalidation; will retry')
+      for (const key of keys) keep(channel, key)
       return false
     }
   }
@@ -99,9 +99,11 @@ export function createInvalidationBus(db: Database, logger: Logger): Invalidatio
       await db.listen(channel, (key) => heard(channel, key))
     },
     async publish(channel, key) {
-      deliver(channel, key)
-      const echo = echoOf(channel, key)
-      if (await send(channel, key)) await echo
+      const keys = typeof key === 'string' ? [key] : key
+      if (keys.length === 0) return
+      for (const one of keys) deliver(channel, one)
+      const echoes = keys.map((one) => echoOf(channel, one))
+      if (await send(channel, keys)) await Promise.all(echoes)
     },
     get live() {
       return live

@@ -25,8 +25,8 @@ export interface Database {
    * which is one process. Several handlers may share a channel.
    */
   listen(channel: string, onMessage: (payload: string) => void): Promise<void>
-  /** Sends a notification to every process listening on `channel` (on Postgres, this one too). */
-  notify(channel: string, payload: string): Promise<void>
+  /** Sends one notification per payload, in one statement, to every process listening on `channel` (on Postgres, this one too). */
+  notify(channel: string, payloads: readonly string[]): Promise<void>
   /** `lost`: notifications may be missed from now on; `restored`: listening again after a loss. */
   onListenerState(handler: (state: ListenerState) => void): void
   /** Rejects when the database does not answer within the statement bound. */
@@ -117,8 +117,9 @@ export function openPostgres(config: Config, url: string, options: OpenDatabaseO
     leases,
     kind: 'postgres',
     listen: (channel, onMessage) => listener.listen(channel, onMessage),
-    async notify(channel, payload) {
-      await knex.raw('select pg_notify(?, ?)', [channel, payload])
+    async notify(channel, payloads) {
+      // One statement and one connection for every key a change revokes (up to 100 sessions' keys).
+      await knex.raw('select pg_notify(?, payload) from unnest(?::text[]) as payload', [channel, [...payloads]])
     },
     onListenerState: (handler) => listener.onState(handler),
     async ping() {

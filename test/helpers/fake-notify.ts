@@ -28,10 +28,10 @@ export function fakeNotify(): { process(): FakeProcess; failNotify: boolean; sen
         async listen(channel: string, fn: (payload: string) => void) {
           proc.handlers.set(channel, [...(proc.handlers.get(channel) ?? []), fn])
         },
-        async notify(channel: string, payload: string) {
+        async notify(channel: string, payloads: readonly string[]) {
           if (shared.failNotify) throw new Error('Query read timeout')
           shared.sent++
-          for (const p of processes) if (p.listening) p.handlers.get(channel)?.forEach((h) => h(payload))
+          for (const payload of payloads) for (const p of processes) if (p.listening) p.handlers.get(channel)?.forEach((h) => h(payload))
         },
         onListenerState: (fn: (state: ListenerState) => void) => void stateHandlers.push(fn),
       } as unknown as Database

@@ -145,3 +145,24 @@ t.test('a NOTIFY that fails does not fail the caller and is sent once the databa
   for (let i = 0; i < 100 && b.peek('k') !== undefined; i++) await new Promise((r) => setTimeout(r, 50))
   t.equal(b.peek('k'), undefined, 'delivered by the retry')
 })
+
+t.test('several keys go in one NOTIFY statement, and a failed one is retried whole', async (t) => {
+  const pg = fakeNotify()
+  const a = await cacheOf(pg.process())
+  const b = await cacheOf(pg.process())
+  const keys = ['k1', 'k2', 'k3']
+  for (const key of keys) await b.get(key, loader({ name: key }).load)
+  await a.invalidate(keys)
+  t.equal(pg.sent, 1, 'one statement')
+  t.same(keys.map((key) => b.peek(key)), [undefined, undefined, undefined], 'every key dropped in the other process')
+
+  for (const key of keys) await b.get(key, loader({ name: key }).load)
+  pg.failNotify = true
+  await a.invalidate(keys)
+  pg.failNotify = false
+  for (let i = 0; i < 100 && keys.some((key) => b.peek(key) !== undefined); i++) await new Promise((r) => setTimeout(r, 50))
+  t.same(keys.map((key) => b.peek(key)), [undefined, undefined, undefined], 'delivered by the retry')
+  t.equal(pg.sent, 2, 'the retry is one statement too')
+  await a.invalidate([])
+  t.equal(pg.sent, 2, 'no keys, no statement')
+})
