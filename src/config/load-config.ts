@@ -249,14 +249,15 @@ function valueProblems(set: Record<string, string | undefined>): string[] {
     const { limit, windowSeconds } = parseRate(set[name] ?? '1/1')
     if (limit > RATE_MAX.limit || windowSeconds > RATE_MAX.windowSeconds) problems.push(`${name} must have a count of at most ${RATE_MAX.limit} and a window of at most ${RATE_MAX.windowSeconds} seconds`)
   }
-  const parsers: Array<() => unknown> = [...listEntries(set.SVC_TRUSTED_PROXIES ?? '').map((entry) => () => parseRange(entry)), () => parseCorsOrigins(set.SVC_CORS_ORIGINS ?? '')]
-  for (const parse of parsers) {
+  const attempt = (parse: () => unknown) => {
     try {
       parse()
     } catch (err) {
       problems.push(err instanceof Error ? err.message : String(err))
     }
   }
+  for (const entry of listEntries(set.SVC_TRUSTED_PROXIES ?? '')) attempt(() => parseRange(entry))
+  attempt(() => parseCorsOrigins(set.SVC_CORS_ORIGINS ?? ''))
   return problems
 }
 

@@ -19,7 +19,7 @@ const PREFLIGHT_MAX_AGE_SECONDS = 600
  * collect data in browser applications). A preflight is answered here, before the rate limiter
  * and authentication (it carries no key); every other answer of an allowed origin, problems and
  * 429s included, carries `Access-Control-Allow-Origin`. An origin not allowed gets no CORS
- * header, so its page cannot read the answer. No origins: not mounted, answers unchanged.
+ * header, so its page cannot read the answer. No origins: a pass-through, answers unchanged.
  */
 export function cors(origins: readonly string[]): Middleware<AppState> {
   if (origins.length === 0) return (_ctx, next) => next()
