@@ -29,7 +29,11 @@ export async function checkpointChains(repo: AuditRepository, key: AuditKey, now
  * retention period can go (the verifier checks that the anchor is older than the period).
  */
 export async function pruneExpired(repo: AuditRepository, retentionDays: number, now: Date): Promise<number> {
-  const cutoff = new Date(now.getTime() - retentionDays * DAY_MS)
+  // A process clock that jumped ahead (a bad NTP step, a wrong RTC at boot) would take entries
+  // still within the period, for good: the database's clock is a second opinion, and the
+  // earlier of the two decides.
+  const at = Math.min(now.getTime(), (await repo.databaseNow()).getTime())
+  const cutoff = new Date(at - retentionDays * DAY_MS)
   let removed = 0
   for (const tenantId of await repo.tenantsWithCheckpoints(cutoff)) removed += await repo.pruneTenant(tenantId, cutoff)
   return removed

@@ -210,6 +210,17 @@ t.test('retention', async (t) => {
     t.ok((await audit.verify({ tenantId: tenant })).ok)
   })
 
+  t.test("a process clock far ahead of the database's prunes nothing still within the period", async (t) => {
+    const tenant = randomUUID()
+    const audit = auditLogWithClock(own, () => new Date())
+    t.teardown(() => audit.close())
+    for (let i = 0; i < 3; i++) await audit.record([auditEvent(tenant)])
+    await audit.maintain(new Date())
+    const ahead = new Date(Date.now() + 500 * DAY)
+    t.equal((await audit.maintain(ahead)).pruned, 0, 'the earlier clock, the database\'s, decides')
+    t.same((await auditRows(own, tenant)).map((r) => r.seq), [1, 2, 3])
+  })
+
   t.test('a chain pruned entirely still verifies against its head', async (t) => {
     const tenant = randomUUID()
     let now = new Date(Date.now() - 450 * DAY)

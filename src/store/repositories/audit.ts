@@ -222,6 +222,12 @@ export function auditRepository(knex: Knex, kind: DatabaseKind) {
       })
     },
 
+    /** The database's own clock (on PGlite, this process's). */
+    async databaseNow(): Promise<Date> {
+      const row = await knex.first(knex.raw('now() as now'))
+      return new Date(row.now as string | Date)
+    },
+
     async tenantsWithCheckpoints(before: Date): Promise<string[]> {
       const rows = await knex('audit_checkpoints').distinct('tenant_id').where('created_at', '<', before).orderBy('tenant_id')
       return rows.map((r: { tenant_id: string }) => r.tenant_id)
