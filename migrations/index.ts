@@ -12,6 +12,7 @@ import * as tokenTestMarks from './20261129000100_token_test_marks.js'
 import * as codeBinders from './20261129000200_code_binders.js'
 import * as codeSavers from './20261130000000_code_savers.js'
 import * as sessionKeyIndexes from './20261130000100_session_key_indexes.js'
+import * as applicationNarrowedAt from './20261130000200_application_narrowed_at.js'
 
 interface Migration {
   up(knex: Knex): Promise<void>
@@ -33,6 +34,7 @@ const migrations: Record<string, Migration> = {
   '20261129000200_code_binders': codeBinders,
   '20261130000000_code_savers': codeSavers,
   '20261130000100_session_key_indexes': sessionKeyIndexes,
+  '20261130000200_application_narrowed_at': applicationNarrowedAt,
 }
 
 export const migrationSource: Knex.MigrationSource<string> = {

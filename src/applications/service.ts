@@ -74,6 +74,8 @@ export function applicationsService(deps: ApplicationsDeps) {
       // a narrowing that committed without its sessions' end would never end them (a retry
       // compares narrow with narrow).
       const ends = result.previous.type === 'public' && narrows(result.previous, next)
+      // Its pending sessions are refused from now on (see lockVouchers), by the clock sessions are made by.
+      if (ends) await store.applications.update(caller.tenantId, id, { grants_narrowed_at: new Date(deps.clock()) }, trx)
       return {
         updated: result.updated,
         keyHashes: [result.updated.key_hash, ...(await store.applicationKeys.hashesOf(caller.tenantId, id, trx))],

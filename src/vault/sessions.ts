@@ -42,9 +42,11 @@ export function sessionsService(deps: { store: Store; hasher: ApiKeyHasher; auth
     for (const id of [...new Set([caller.id, pending.created_by])].sort()) locked.set(id, await store.applications.lock(caller.tenantId, id, trx))
     const authorizer = locked.get(caller.id)
     if (authorizer === undefined || !(await holdsKey(store, authorizer, caller.keyHash, trx))) throw new AppError('unauthenticated', { detail: 'The API key is not valid.' })
-    // A session whose creator went, or no longer holds the key it was made with, is already dead.
+    // A session whose creator went, no longer holds the key it was made with, or was narrowed
+    // since (which ended its authorized sessions), is already dead.
     const creator = locked.get(pending.created_by)
-    if (creator === undefined || !(await holdsKey(store, creator, pending.created_by_key_hash, trx))) throw noPendingSession()
+    const narrowedSince = creator?.grants_narrowed_at != null && creator.grants_narrowed_at >= pending.created_at
+    if (creator === undefined || narrowedSince || !(await holdsKey(store, creator, pending.created_by_key_hash, trx))) throw noPendingSession()
     return { authorizer: applicationPrincipal(authorizer, caller.keyHash), creator }
   }
 

@@ -54,3 +54,25 @@ t.test('pending sessions a public key piles up do not weigh on its Application\'
   for (const key of [authorized[0]!, authorized.at(-1)!]) t.equal((await app.request('GET', '/tokens', { key })).status, 401, 'every authorized session ended, cached or not')
   t.equal(Number((await knex('sessions').where({ created_by: publicApp.id }).whereNull('authorized_at').count({ n: '*' }).first())!.n), 20_000, 'pending ones are left to their few minutes')
 })
+
+t.test('a session still pending when its public creator is narrowed can no longer be authorized; one made after can', async (t) => {
+  const app = await startTestApp(t)
+  const wide = [{ priority: 1, container: '/', transform: 'mask', permissions: ['token:create'] }]
+  const publicApp = await application(app, { type: 'public', rules: wide })
+  const authorizer = await application(app, { type: 'private', permissions: ['token:read'] })
+  const authorize = (nonce: string) => app.request('POST', '/sessions/authorize', { key: authorizer.key, body: { nonce, permissions: ['token:read'] } })
+  const before = await app.request('POST', '/sessions', { key: publicApp.key })
+  const renamed = await app.request('PUT', `/applications/${publicApp.id}`, { body: { name: 'renamed', rules: wide } })
+  t.equal(renamed.status, 200)
+  const keptByRename = await app.request('POST', '/sessions', { key: publicApp.key })
+  t.equal((await authorize(keptByRename.body.nonce)).status, 200, 'a change that narrows nothing ends nothing')
+
+  const narrowed = await app.request('PUT', `/applications/${publicApp.id}`, { body: { name: 'renamed', rules: [{ ...wide[0], container: '/narrow/' }] } })
+  t.equal(narrowed.status, 200)
+  t.notOk('grants_narrowed_at' in narrowed.body, 'not part of the answer')
+  const refused = await authorize(before.body.nonce)
+  t.equal(refused.status, 404, refused.text)
+  t.equal((await app.request('GET', '/tokens', { key: before.body.session_key })).status, 403, 'the session holds nothing')
+  const after = await app.request('POST', '/sessions', { key: publicApp.key })
+  t.equal((await authorize(after.body.nonce)).status, 200, 'a session the narrowed Application made is authorized as before')
+})

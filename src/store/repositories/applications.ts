@@ -18,6 +18,8 @@ export interface ApplicationRecord {
   modified_by: string | null
   modified_at: Date
   expires_at: Date | null
+  /** When its grants were last narrowed (public Applications only; see sessions' authorization). */
+  grants_narrowed_at?: Date | null
 }
 
 export interface ApplicationFilter {
@@ -62,7 +64,7 @@ export function applicationsRepository(knex: Knex) {
     async update(
       tenantId: string,
       id: string,
-      patch: Partial<Pick<ApplicationRecord, 'name' | 'permissions' | 'rules' | 'key_hash' | 'modified_by' | 'modified_at'>>,
+      patch: Partial<Pick<ApplicationRecord, 'name' | 'permissions' | 'rules' | 'key_hash' | 'modified_by' | 'modified_at' | 'grants_narrowed_at'>>,
       outer: Knex = knex,
       authorize: (current: ApplicationRecord) => void = () => undefined,
     ): Promise<{ updated: ApplicationRecord; previous: ApplicationRecord; previousKeyHash: string } | undefined> {
