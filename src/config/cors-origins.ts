@@ -16,7 +16,7 @@ export function parseCorsOrigins(value: string): readonly string[] {
   const bad = entries.filter((entry) => !isOrigin(entry))
   if (bad.length > 0) {
     const list = bad.map((entry) => JSON.stringify(entry)).join(', ')
-    throw new Error(`SVC_CORS_ORIGINS: ${list} ${bad.length === 1 ? 'is not an origin' : 'are not origins'} (scheme://host[:port], lower case, no path or trailing slash, e.g. https://shop.example.com)`)
+    throw new Error(`SVC_CORS_ORIGINS: ${list} ${bad.length === 1 ? 'is not an origin' : 'are not origins'} (scheme://host[:port], lower case, no path or trailing slash, no wildcard but * alone, e.g. https://shop.example.com)`)
   }
   return [...new Set(entries)]
 }
@@ -24,5 +24,6 @@ export function parseCorsOrigins(value: string): readonly string[] {
 function isOrigin(entry: string): boolean {
   if (!URL.canParse(entry)) return false
   const url = new URL(entry)
-  return (url.protocol === 'https:' || url.protocol === 'http:') && url.origin === entry
+  // `https://*.example.com` parses (as a host named `*.example.com`) but no browser sends it.
+  return (url.protocol === 'https:' || url.protocol === 'http:') && url.origin === entry && !url.hostname.includes('*')
 }

@@ -18,8 +18,8 @@ export interface TokenCache {
   /** Only stores when no invalidation happened since `generation` was read (no stale re-insert). */
   put(token: UsableToken, generation: number): void
   generation(): number
-  /** Drops a token from every process's cache (update, delete). */
-  invalidate(tenantId: string, id: string): Promise<void>
+  /** Drops tokens from every process's cache (update, delete), in one NOTIFY statement. */
+  invalidate(tenantId: string, ids: string | readonly string[]): Promise<void>
   start(): Promise<void>
 }
 
@@ -46,7 +46,7 @@ export function createTokenCache(bus: InvalidationBus, clock?: Clock): TokenCach
     get: (tenantId, id) => cache.peek(keyOf(tenantId, id)),
     put: (token, seen) => cache.put(keyOf(token.record.tenant_id, token.record.id), token, seen),
     generation: () => cache.generation(),
-    invalidate: (tenantId, id) => cache.invalidate(keyOf(tenantId, id)),
+    invalidate: (tenantId, ids) => cache.invalidate(typeof ids === 'string' ? keyOf(tenantId, ids) : ids.map((id) => keyOf(tenantId, id))),
     start: () => cache.start(),
   }
 }

@@ -122,7 +122,7 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache, o
    * clock reaches its expiry.
    */
   async function forgetReplaced(tenantId: string, ids: readonly string[]): Promise<void> {
-    for (const id of ids) await cache.invalidate(tenantId, id)
+    await cache.invalidate(tenantId, ids)
   }
 
   return {

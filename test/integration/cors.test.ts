@@ -113,8 +113,26 @@ t.test("/proxy: Tessera's CORS headers replace the destination's for an allowed 
   const server = await app.proxy(stub.origin)
   t.equal(server.headers['access-control-allow-origin'], '*', 'a call from no page gets the destination\'s headers as they are (API.md)')
   t.equal(server.headers['access-control-allow-credentials'], 'true')
-  t.equal(server.headers.vary, 'Accept-Encoding')
+  t.equal(server.headers.vary, 'Accept-Encoding, Origin', 'with CORS on the answer depends on Origin, and says so')
 
   const other = await app.proxy(stub.origin, { headers: ['Origin', 'https://evil.example'] })
   t.equal(other.headers['access-control-allow-origin'], '*', 'an origin not allowed gets what the destination sent (its page still could not send the key: the preflight is Tessera\'s)')
+  t.match(other.headers.vary, /Origin/)
+})
+
+t.test("a Reactor's answer cannot set the CORS fields, and adds to Vary", async (t) => {
+  const app = await startTestApp(t, { SVC_CORS_ORIGINS: SHOP })
+  const caller = await appKey(app, { type: 'private', permissions: ['token:use'] })
+  const headers = "{ 'access-control-allow-origin': 'https://evil.example', 'access-control-allow-credentials': 'true', 'access-control-expose-headers': 'X-A', vary: 'Accept-Language', 'x-kept': '1' }"
+  const code = `module.exports = async () => { throw new CustomHttpResponseError({ status: 202, headers: ${headers}, body: 'hi' }) }`
+  const reactor = await app.request('POST', '/reactors', { body: { name: 'r', code } })
+  for (const origin of [SHOP, undefined]) {
+    const res = await app.request('POST', `/reactors/${reactor.body.id}/react`, { key: caller, body: { args: {} }, headers: origin ? { Origin: origin } : {} })
+    t.equal(res.status, 202)
+    t.equal(res.headers.get('access-control-allow-origin'), origin ?? null, String(origin))
+    t.equal(res.headers.get('access-control-allow-credentials'), null)
+    t.notMatch(res.headers.get('access-control-expose-headers') ?? '', /X-A/)
+    t.equal(res.headers.get('vary'), 'Origin, Accept-Language')
+    t.equal(res.headers.get('x-kept'), '1')
+  }
 })

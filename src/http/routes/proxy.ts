@@ -180,16 +180,19 @@ function sendResult(ctx: AppContext, result: ProxyResult): void {
   // preflight Tessera answered: the destination's policy is not the one the browser asked.
   const ownLimits = res.hasHeader('ratelimit-limit')
   const ownCors = res.hasHeader('access-control-allow-origin')
+  // With CORS on, every answer depends on Origin (a listed one gets Tessera's fields, others the
+  // destination's): the destination's Vary is added to, or a shared cache mixes them up.
+  const byOrigin = /\borigin\b/i.test(String(res.getHeader('vary') ?? ''))
   const relayed = (name: string) => !(ownLimits && name.startsWith('ratelimit')) && !(ownCors && name.startsWith('access-control-'))
   try {
     for (const name in result.headers) if (relayed(name)) res.setHeader(name, result.headers[name] as string | string[])
-    if (ownCors) ctx.vary('Origin')
+    if (byOrigin) ctx.vary('Origin')
     res.writeHead(result.status)
   } catch (cause) {
     // Nothing was sent yet: the error handler answers, without the destination's headers.
     if (result.body instanceof Readable) discardBody(result.body)
     for (const name in result.headers) if (relayed(name)) res.removeHeader(name)
-    if (ownCors) ctx.vary('Origin')
+    if (byOrigin) ctx.vary('Origin')
     res.removeHeader('SVC-PROXY-DESTINATION-STATUS')
     res.setHeader('Cache-Control', 'no-store') // the destination's, if it sent one, went with the rest
     throw new AppError('destination_unreachable', { detail: 'The destination answered with a header or status that cannot be relayed.', cause })

@@ -96,15 +96,21 @@ function respondAsReactor(ctx: AppContext, result: Extract<ReactResult, { kind: 
     }
   }
   ctx.status = result.status
-  for (const [name, value] of Object.entries(result.headers)) if (isReactorAnswerHeader(name.toLowerCase())) ctx.set(name, value)
+  for (const [name, value] of Object.entries(result.headers)) {
+    const lowerName = name.toLowerCase()
+    // Added to what Tessera set (`Origin`, with CORS on), as given: ctx.vary would throw on a field it cannot parse.
+    if (lowerName === 'vary') ctx.set('Vary', [ctx.response.get('Vary'), value].filter(Boolean).join(', '))
+    else if (isReactorAnswerHeader(lowerName)) ctx.set(name, value)
+  }
   ctx.body = result.body === undefined || result.body === null ? '' : result.body
 }
 
 /**
  * Reactor code may set any answer header but Tessera's own: not `Cache-Control` (an answer built
  * from revealed data stays `no-store`; code copying an upstream answer's headers made it
- * cacheable) nor the `RateLimit-*` fields, which describe Tessera's limiter as one set.
+ * cacheable), nor the `RateLimit-*` fields, which describe Tessera's limiter as one set, nor
+ * the CORS fields, which answer the preflight Tessera answered (`Vary` is added to, not replaced).
  */
 function isReactorAnswerHeader(lowerName: string): boolean {
-  return isAnswerHeader(lowerName) && lowerName !== 'cache-control' && !lowerName.startsWith('ratelimit')
+  return isAnswerHeader(lowerName) && lowerName !== 'cache-control' && !lowerName.startsWith('ratelimit') && !lowerName.startsWith('access-control-') && lowerName !== 'vary'
 }

@@ -165,9 +165,9 @@ t.test('SVC_CORS_ORIGINS takes origins exactly as browsers send them, or * alone
   t.same(loadConfig({}).cors.origins, [], 'unset: no CORS')
   t.same(loadConfig({ SVC_CORS_ORIGINS: ' https://shop.example.com , http://localhost:8080,https://shop.example.com' }).cors.origins, ['https://shop.example.com', 'http://localhost:8080'])
   t.same(loadConfig({ SVC_CORS_ORIGINS: '*' }).cors.origins, ['*'])
-  const err = t.throws(() => loadConfig({ SVC_CORS_ORIGINS: 'https://shop.example.com/, shop.example.com, https://Shop.example.com, https://a.example:443, ftp://a.example, null' })) as ConfigError
+  const err = t.throws(() => loadConfig({ SVC_CORS_ORIGINS: 'https://shop.example.com/, shop.example.com, https://Shop.example.com, https://a.example:443, ftp://a.example, null, https://*.example.com' })) as ConfigError
   t.same(err.problems, [
-    'SVC_CORS_ORIGINS: "https://shop.example.com/", "shop.example.com", "https://Shop.example.com", "https://a.example:443", "ftp://a.example", "null" are not origins (scheme://host[:port], lower case, no path or trailing slash, e.g. https://shop.example.com)',
+    'SVC_CORS_ORIGINS: "https://shop.example.com/", "shop.example.com", "https://Shop.example.com", "https://a.example:443", "ftp://a.example", "null", "https://*.example.com" are not origins (scheme://host[:port], lower case, no path or trailing slash, no wildcard but * alone, e.g. https://shop.example.com)',
   ])
   const mixed = t.throws(() => loadConfig({ SVC_CORS_ORIGINS: '*, https://shop.example.com', PORT: 'x' })) as ConfigError
   t.match(mixed.problems, [/^PORT /, 'SVC_CORS_ORIGINS: * allows every origin and cannot be listed with others'], 'reported with the others')
