@@ -28,7 +28,9 @@ export class DataDirInUseError extends Error {
  * Makes this process the only opener of `dir` until the returned function releases it. PGlite
  * is single-process: two on the same files each keep their own view and lose the other's
  * writes. A holder that is alive makes a second opener fail at once; a crash (`kill -9`) leaves
- * the lock behind, and then the opener waits until it goes stale, which a live one never does.
+ * the lock behind, and then the opener waits until it goes stale. A live holder's lock can look
+ * stale too (PGlite's first start holds its event loop for 10-20 s, so the refresh comes late):
+ * its owner file is asked first, and a lock whose owner lives is never taken over.
  */
 export async function lockDataDir(dir: string, logger?: Logger): Promise<() => Promise<void>> {
   const real = realpathSync(dir)
@@ -40,8 +42,27 @@ export async function lockDataDir(dir: string, logger?: Logger): Promise<() => P
     // proper-lockfile's default throws from a timer, ending the process. Its usual cause here is a
     // refresh that came late (a long PGlite query holds the event loop), not a second owner: an
     // opener that finds this process alive fails at once instead of taking a stale lock over.
-    onCompromised: (err: Error) => logger?.error({ err, dir: real }, 'the lock on the data directory could not be refreshed in time'),
+    onCompromised: (err: Error) => {
+      const owner = readOwner(ownerFile)
+      if (owner === undefined || owner.pid === process.pid) {
+        // Still ours: proper-lockfile stops refreshing a compromised lock, so take it again, or
+        // it would stay stale (and only the owner file would keep other openers out) for good.
+        logger?.warn({ err, dir: real }, 'the lock on the data directory was refreshed late; taking it again')
+        return void relock()
+      }
+      // Another process (one on another host cannot be asked whether we live) took it over and
+      // writes to the same files: every write either of us makes from now on may be lost.
+      logger?.fatal({ err, dir: real, owner }, 'another process took over the data directory; stopping to keep its writes')
+      process.exit(1)
+    },
   }
+  const relock = () =>
+    lockfile.lock(real, options).then(
+      (again) => void (release = again),
+      (err: unknown) => logger?.error({ err, dir: real }, 'the lock on the data directory could not be taken again'),
+    )
+  const current = readOwner(ownerFile)
+  if (current && isAlive(current)) throw new DataDirInUseError(real, current)
   let release: () => Promise<void>
   try {
     release = await lockfile.lock(real, options)
@@ -58,7 +79,8 @@ export async function lockDataDir(dir: string, logger?: Logger): Promise<() => P
   writeFileSync(ownerFile, JSON.stringify({ pid: process.pid, host: os.hostname() } satisfies Owner))
   return async () => {
     rmSync(ownerFile, { force: true })
-    await release()
+    // Already released when it was compromised (logged then).
+    await release().catch(() => undefined)
   }
 }
 
@@ -79,8 +101,13 @@ function isAlive(owner: Owner): boolean {
   if (owner.host !== os.hostname() || owner.pid === process.pid) return false
   try {
     process.kill(owner.pid, 0)
-    return true
   } catch (err) {
     return (err as { code?: unknown }).code === 'EPERM'
+  }
+  // After a crash its pid may have gone to another program: a live owner is a Node process.
+  try {
+    return readFileSync(`/proc/${owner.pid}/cmdline`, 'utf8').includes('node')
+  } catch {
+    return true // no /proc to ask (not Linux): the pid alone decides
   }
 }
