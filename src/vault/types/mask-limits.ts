@@ -129,8 +129,18 @@ function describe(allowance: Allowance): string {
 }
 
 // Masks repeat (most tokens keep their type's default), so each distinct one is checked once.
+// Only short ones are kept: keyed by its text, a writer's distinct multi-megabyte masks held
+// gigabytes (1,000 of them); a long one is checked at each use, as it is rendered at each use.
 const checked = new Map<string, boolean>()
 const MAX_CHECKED = 1000
+const MAX_CHECKED_KEY_CHARS = 4096
+
+/** What the memo of checked masks holds (its bound is what a test checks). */
+export function checkedMaskMemo(): { entries: number; chars: number } {
+  let chars = 0
+  for (const key of checked.keys()) chars += key.length
+  return { entries: checked.size, chars }
+}
 
 /**
  * The mask to render for a token, or null: a stored mask that shows more than its type
@@ -147,7 +157,7 @@ export function allowedMask(type: { name: string; maskLimits: MaskLimits }, mask
       ok = false
     }
     if (checked.size >= MAX_CHECKED) checked.clear()
-    checked.set(key, ok)
+    if (key.length <= MAX_CHECKED_KEY_CHARS) checked.set(key, ok)
   }
   return ok ? mask : null
 }

@@ -1,5 +1,6 @@
 import t from 'tap'
 import { allowedMask, getTokenType, maskProblems, testsBeyondMask, TOKEN_TYPE_NAMES, type TokenTypeName } from '../../../../src/vault/types/index.js'
+import { checkedMaskMemo } from '../../../../src/vault/types/mask-limits.js'
 
 const problems = (type: TokenTypeName, mask: unknown) => maskProblems(mask, getTokenType(type).maskLimits, type)
 
@@ -92,4 +93,12 @@ t.test('testsBeyondMask: an equality test tells a mask reader nothing beyond the
     ['card', `{{ data | json: '$["number"][""]' }}`],
   ]
   for (const [type, template] of outside) t.equal(beyond(type, template), true, `${type} ${template}`)
+})
+
+t.test('the memo of checked masks keeps short masks only: long distinct ones are not held', async (t) => {
+  const token = getTokenType('token')
+  for (let i = 0; i < 50; i++) t.equal(allowedMask(token, `${'M'.repeat(100_000)}${i}`), `${'M'.repeat(100_000)}${i}`)
+  t.ok(checkedMaskMemo().chars < 1000 * 4200, `bounded: ${checkedMaskMemo().chars} characters held`)
+  allowedMask(token, 'short literal mask')
+  t.ok(checkedMaskMemo().entries >= 1, 'short ones are still kept')
 })
