@@ -91,11 +91,14 @@ export class ProxyCallAudit implements ExchangeAudit {
     this.recorder.note([this.event({ action: status === 401 ? 'auth.failed' : 'auth.denied', parentId: this.id, outcome: 'denied', status })])
   }
 
-  /** The call ended: `status` is what the caller gets, `destinationStatus` what the destination answered. */
-  ended(status: number, destinationStatus: number | undefined): void {
+  /**
+   * The call ended: `status` is what the caller gets, `destinationStatus` what the destination
+   * answered; `complete` false when the answer was cut after its head (a failure, whatever its status).
+   */
+  ended(status: number, destinationStatus: number | undefined, complete = true): void {
     if (this.started === undefined) return
     const durationMs = Math.round(performance.now() - this.started)
-    const outcome = outcomeOf(status)
+    const outcome = complete ? outcomeOf(status) : 'failure'
     this.recorder.note([
       this.requested
         ? this.event({ action: 'proxy.response', parentId: this.id, outcome, status, durationMs }, destinationStatus)

@@ -147,6 +147,17 @@ t.test('a proxy call that detokenizes nothing: one proxy.call entry when it ends
   t.type(call!.duration_ms, 'number')
 })
 
+t.test('a proxied answer cut after its head is a failure, not the success its status says', async (t) => {
+  const cutter = await startStub(t, (_req, res) => {
+    res.writeHead(200, { 'Content-Length': '100000' })
+    res.write('x'.repeat(1000), () => setTimeout(() => res.socket?.destroy(), 20))
+  })
+  const since = await headSeq()
+  await t.rejects(app.proxy(cutter.origin, { method: 'POST', path: '/proxy/cut', body: 'plain' }), 'the caller sees an aborted answer')
+  for (let i = 0; i < 50 && (await entries('proxy.call', since)).length === 0; i++) await new Promise((r) => setTimeout(r, 20))
+  t.match(await entries('proxy.call', since), [{ destination_status: 200, status: 200, outcome: 'failure' }])
+})
+
 t.test('pre-configured proxy with a request transform that reads a token through its bridge', async (t) => {
   const id = await newCard()
   const actor = await app.request('POST', '/applications', { body: { name: 'proxy actor', type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:use'] }] } })

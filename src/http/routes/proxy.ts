@@ -127,7 +127,12 @@ function sendAudited(ctx: AppContext, result: ProxyResult, audit: ProxyCallAudit
     audit.failed(err)
     throw err
   }
-  audit.ended(result.status, result.destinationStatus)
+  // The call ends when its answer has gone out, or was cut (a destination that reset mid-body,
+  // a caller that left, the shutdown deadline): such an answer is not a success.
+  const res = ctx.res
+  const end = () => audit.ended(result.status, result.destinationStatus, res.writableFinished)
+  if (res.closed) end()
+  else res.once('close', end)
 }
 
 // Without Content-Length or Transfer-Encoding an HTTP/1.1 request has no body (RFC 9112 6.3).
