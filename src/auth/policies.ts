@@ -1,4 +1,4 @@
-import { AppError, type FieldErrors } from '../errors/index.js'
+import { AppError, ValidationError, type FieldErrors } from '../errors/index.js'
 import type { AccessScope, ScopeMatch, TokenMark } from '../store/index.js'
 import { decide, holdsPermission, implicitTransform, type AccessRule, type TokenScope, type Transform } from './access-rules.js'
 import { grantExcess, transformRank, type Excess, type Grants } from './grants.js'
@@ -68,6 +68,18 @@ export function authorizeToken(principal: Principal, permission: TokenPermission
     ? `The key holds ${permission} on token ${token.id}, but not within the grants it acts within here (a session's authorizer's; the Application that last saved the Reactor or proxy the data goes to, or that bound its code).`
     : `The key lacks ${permission} on token ${token.id}.`
   throw new AppError('forbidden', { detail })
+}
+
+/**
+ * A public key sits in a web page, so anyone holds it; a session's key is in the same page. The
+ * ids of a tenant's tokens are one space: choosing one told such a caller whether a backend's id
+ * exists (409), and took ids a backend would use later, which then held the caller's data.
+ * Their tokens get ids Tessera chooses.
+ */
+export function refuseChosenId(principal: Principal, id: unknown): void {
+  if (id !== undefined && (principal.type === 'public' || principal.type === 'session')) {
+    throw new ValidationError({ id: ['cannot be chosen with a public or session key: Tessera chooses the ids of their tokens'] })
+  }
 }
 
 /** Creating a token in, or adding or removing, a container needs `permission` on each container on its own. */

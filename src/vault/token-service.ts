@@ -1,4 +1,4 @@
-import { answerTransform, authorizeContainers, authorizeMove, authorizeToken, authorizeViewChange, equalityScopes, tokenDecision } from '../auth/policies.js'
+import { answerTransform, authorizeContainers, authorizeMove, refuseChosenId, authorizeToken, authorizeViewChange, equalityScopes, tokenDecision } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import { AppError, ValidationError } from '../errors/index.js'
 import { isUniqueViolation, type Store, type StoreTransaction, type TokenRecord } from '../store/index.js'
@@ -132,6 +132,7 @@ export function tokenService(store: Store, keys: VaultKeys, cache: TokenCache, o
     ...tokenListing({ store, crypto, view }),
 
     async createToken(principal: Principal, input: CreateTokenInput): Promise<TokenView> {
+      refuseChosenId(principal, input.id)
       const record = buildTokenRecord(principal.tenantId, input, principal.id, crypto())
       authorizeContainers(principal, 'token:create', record.id, record.containers)
       const fingerprint = input.deduplicate_token ? record.fingerprint : null

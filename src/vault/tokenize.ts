@@ -1,4 +1,4 @@
-import { answerTransform, authorizeContainers, equalityScopes } from '../auth/policies.js'
+import { answerTransform, authorizeContainers, equalityScopes, refuseChosenId } from '../auth/policies.js'
 import type { Principal } from '../auth/principal.js'
 import { AppError, ValidationError, type FieldErrors } from '../errors/index.js'
 import { compileValue, ExpressionError } from '../expressions/index.js'
@@ -85,6 +85,7 @@ export async function tokenizeValue(
 
   const collect = (fields: TokenFields, path: string, full: boolean, deduplicate = false): number => {
     try {
+      refuseChosenId(principal, fields.id)
       const record = buildTokenRecord(principal.tenantId, fields, principal.id, crypto)
       authorizeContainers(principal, 'token:create', record.id, record.containers)
       records.push({ record, data: fields.data, full, deduplicate })
