@@ -17,6 +17,7 @@ import { applicationKeysRoutes } from './http/routes/application-keys.js'
 import { bodyParsers } from './http/routes/body-parsers.js'
 import { docsRoutes } from './http/routes/docs.js'
 import { healthRoutes, singleFlight } from './http/routes/health.js'
+import { BodyBudget } from './http/body-budget.js'
 import { Drain } from './http/drain.js'
 import { httpMetrics } from './metrics/http-metrics.js'
 import { logsRoutes } from './http/routes/logs.js'
@@ -36,7 +37,7 @@ import type { Services } from './services.js'
  * request id -> errors -> rate limit -> authenticate -> authorize -> validate -> domain -> presenter.
  * It never listens; `main.ts` and the tests do.
  */
-export function buildApp(services: Services, drain = new Drain()): Koa<AppState> {
+export function buildApp(services: Services, drain = new Drain(), bodyBudget = new BodyBudget(services.config.bodyBytesInFlight)): Koa<AppState> {
   const { config, logger } = services
   const app = new Koa<AppState>({ proxy: false })
   app.silent = true
@@ -52,9 +53,9 @@ export function buildApp(services: Services, drain = new Drain()): Koa<AppState>
   // Before authentication and body parsing, so a flood costs as little as possible.
   app.use(rateLimitMiddleware(services.limiter, config))
   // Claims /proxy before the routers, so none of them can answer it without `proxy_error`.
-  app.use(proxyRoute({ authenticator: services.authenticator, proxy: services.proxy, proxies: services.proxies, tenantSettings: services.tenantSettings, bodyLimitBytes: config.bodyLimitBytes, audit: services.audit, clock: services.clock }))
+  app.use(proxyRoute({ authenticator: services.authenticator, proxy: services.proxy, proxies: services.proxies, tenantSettings: services.tenantSettings, bodyLimitBytes: config.bodyLimitBytes, bodyMaxJsonValues: config.bodyMaxJsonValues, bodyBudget, audit: services.audit, clock: services.clock }))
   app.use(textGuard())
-  for (const router of buildRouters(services, drain)) {
+  for (const router of buildRouters(services, drain, bodyBudget)) {
     app.use(router.routes())
     app.use(allowedMethods(router))
   }
@@ -78,9 +79,9 @@ function allowedMethods(router: Router<AppState>): ReturnType<Router<AppState>['
 }
 
 /** The routers behind `/proxy`: the open one (no key) and the API (SVC-API-KEY). The API description is checked against them. */
-export function buildRouters(services: Services, drain = new Drain()): Router<AppState>[] {
+export function buildRouters(services: Services, drain = new Drain(), bodyBudget = new BodyBudget(services.config.bodyBytesInFlight)): Router<AppState>[] {
   const { config, logger } = services
-  const body = bodyParsers({ bodyBytes: config.bodyLimitBytes, payloadBytes: config.reactors.payloadMaxBytes }, services.authenticator)
+  const body = bodyParsers({ bodyBytes: config.bodyLimitBytes, payloadBytes: config.reactors.payloadMaxBytes, jsonValues: config.bodyMaxJsonValues, budget: bodyBudget }, services.authenticator)
 
   const open = new Router<AppState>()
   const pingDatabase = singleFlight(() => services.store.db.ping())
@@ -102,7 +103,7 @@ export function buildRouters(services: Services, drain = new Drain()): Router<Ap
   const api = new Router<AppState>()
   api.use(authenticate(services.authenticator))
   // The react route takes larger bodies than the rest; its own parser still applies its limit.
-  api.use(idempotency(services.idempotency, Math.max(config.bodyLimitBytes, config.reactors.payloadMaxBytes), logger, services.authenticator))
+  api.use(idempotency(services.idempotency, Math.max(config.bodyLimitBytes, config.reactors.payloadMaxBytes), bodyBudget, logger, services.authenticator))
   applicationsRoutes(api, services.applications, services.audit, body)
   applicationKeysRoutes(api, services.applicationKeys, services.audit)
   tenantRoutes(api, services.tenants, services.audit, body)

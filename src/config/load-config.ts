@@ -26,6 +26,10 @@ export interface Config {
   keyHashSecret: string | undefined
   logLevel: RawConfig['SVC_LOG_LEVEL']
   bodyLimitBytes: number
+  /** Most JSON values one request body may hold (the parsed form of a body grows far past its bytes). */
+  bodyMaxJsonValues: number
+  /** Request-body bytes the process buffers at once, over every request (503 past it). */
+  bodyBytesInFlight: number
   expirySweepSeconds: number
   shutdownGraceMs: number
   /** How long `/readyz` waits for each component before it reports it `down`. */
@@ -159,6 +163,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     keyHashSecret: r.SVC_KEY_HASH_SECRET,
     logLevel: r.SVC_LOG_LEVEL,
     bodyLimitBytes: r.SVC_BODY_LIMIT_BYTES,
+    bodyMaxJsonValues: r.SVC_BODY_MAX_JSON_VALUES,
+    bodyBytesInFlight: r.SVC_BODY_BYTES_IN_FLIGHT ?? Math.max(256 * 1024 * 1024, r.SVC_BODY_LIMIT_BYTES, r.SVC_REACTOR_PAYLOAD_MAX_BYTES),
     expirySweepSeconds: r.SVC_EXPIRY_SWEEP_SECONDS,
     shutdownGraceMs: r.SVC_SHUTDOWN_GRACE_MS,
     readyTimeoutMs: r.SVC_READY_TIMEOUT_MS,
@@ -275,6 +281,9 @@ function orderingProblems(r: RawConfig): string[] {
     [['SVC_REACTOR_CONCURRENCY_PER_TENANT_SLOW', r.SVC_REACTOR_CONCURRENCY_PER_TENANT_SLOW ?? 1], ['SVC_REACTOR_CONCURRENCY_PER_TENANT', r.SVC_REACTOR_CONCURRENCY_PER_TENANT]],
     [['SVC_REACTOR_QUEUE_PER_TENANT', r.SVC_REACTOR_QUEUE_PER_TENANT], ['SVC_REACTOR_QUEUE_TOTAL', r.SVC_REACTOR_QUEUE_TOTAL]],
     [['SVC_REACTOR_HOT_CONCURRENCY', r.SVC_REACTOR_HOT_CONCURRENCY], ['SVC_REACTOR_WARM_PER_REACTOR', r.SVC_REACTOR_WARM_PER_REACTOR], ['SVC_REACTOR_WARM_TOTAL', r.SVC_REACTOR_WARM_TOTAL]],
+    // A budget smaller than one whole body would refuse that body every time.
+    [['SVC_BODY_LIMIT_BYTES', r.SVC_BODY_LIMIT_BYTES], ['SVC_BODY_BYTES_IN_FLIGHT', r.SVC_BODY_BYTES_IN_FLIGHT ?? Infinity]],
+    [['SVC_REACTOR_PAYLOAD_MAX_BYTES', r.SVC_REACTOR_PAYLOAD_MAX_BYTES], ['SVC_BODY_BYTES_IN_FLIGHT', r.SVC_BODY_BYTES_IN_FLIGHT ?? Infinity]],
   ]
   const problems: string[] = metricsProblems(r)
   for (const chain of chains) {

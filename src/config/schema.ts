@@ -28,6 +28,8 @@ export const configSchema = Type.Object(
     SVC_KEY_HASH_SECRET: Type.Optional(Type.String({ minLength: 32 })),
     SVC_LOG_LEVEL: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info'),
     SVC_BODY_LIMIT_BYTES: positiveInt(1, 1024 * 1024 * 1024, 5 * 1024 * 1024),
+    SVC_BODY_MAX_JSON_VALUES: positiveInt(1, 100_000_000, 100_000),
+    SVC_BODY_BYTES_IN_FLIGHT: Type.Optional(Type.Integer({ minimum: 1, maximum: 64 * 1024 * 1024 * 1024, description: 'default: 256 MiB, or the larger body limit if that is larger' })),
     SVC_PROXY_TIMEOUT_MS: positiveInt(1, 600_000, 25_000),
     SVC_PROXY_ALLOW_HTTP: Type.Boolean({ default: false }),
     SVC_PROXY_ALLOW_PRIVATE: Type.Boolean({ default: false }),

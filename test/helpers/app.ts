@@ -5,6 +5,7 @@ import path from 'node:path'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { buildApp } from '../../src/app.js'
+import type { BodyBudget } from '../../src/http/body-budget.js'
 import type { Clock } from '../../src/clock.js'
 import { testConfig, type Config } from '../../src/config/index.js'
 import { generateApiKey } from '../../src/auth/api-keys.js'
@@ -51,6 +52,8 @@ export interface StartOptions {
   logLines?: string[]
   /** The time every expiry decision reads (see helpers/clock.ts); the system clock by default. */
   clock?: Clock
+  /** The app's budget of body bytes in flight, to watch it (one of SVC_BODY_BYTES_IN_FLIGHT otherwise). */
+  bodyBudget?: BodyBudget
 }
 
 /**
@@ -82,7 +85,7 @@ export async function startTestApp(t: TapLike, env: Record<string, string> = {},
   const schema = options.reuse?.schema ?? ownSchema
   const logger = options.logLines ? createLogger(config, { write: (line: string) => void options.logLines!.push(line) }) : createLogger(config)
   const services = await openServices(config, logger, { masterKey: config.masterKey!, keyHashSecret: config.keyHashSecret! }, { presentToken }, { schema, inMemory: !dataDir, clock: options.clock })
-  const server = http.createServer(buildApp(services).callback())
+  const server = http.createServer(buildApp(services, undefined, options.bodyBudget).callback())
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 

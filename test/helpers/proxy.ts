@@ -1,6 +1,6 @@
 import http from 'node:http'
 import type { Test } from 'tap'
-import { startTestApp, type TestApp } from './app.js'
+import { startTestApp, type StartOptions, type TestApp } from './app.js'
 import { appKey } from './tokens.js'
 
 interface TapLike {
@@ -33,8 +33,8 @@ export interface ProxyTestApp extends TestApp {
   proxy(target: string, req?: RawRequest): Promise<RawResponse>
 }
 
-export async function startProxyApp(t: TapLike, env: Record<string, string> = {}): Promise<ProxyTestApp> {
-  const app = await startTestApp(t, env)
+export async function startProxyApp(t: TapLike, env: Record<string, string> = {}, options: StartOptions = {}): Promise<ProxyTestApp> {
+  const app = await startTestApp(t, env, options)
   const useKey = await appKey(app, { name: 'proxy caller', type: 'private', permissions: ['token:use'] })
   return {
     ...app,

@@ -9,6 +9,7 @@ import { answerJson } from '../json-answer.js'
 import type { Authenticator } from '../../auth/authenticator.js'
 import { authenticateAgain, currentPrincipal, requireRoutePermission } from './authenticate.js'
 import { readRaw } from './json-body.js'
+import type { BodyBudget } from '../body-budget.js'
 
 export const IDEMPOTENCY_HEADER = 'SVC-IDEMPOTENCY-KEY'
 const METHODS = new Set(['POST', 'PUT', 'PATCH'])
@@ -21,7 +22,7 @@ const VALID_KEY = /^[\x21-\x7e]{1,255}$/
  * route produced are stored: a request that fails gives its key up, so a retry runs afresh,
  * unless its change stands (see below).
  */
-export function idempotency(service: IdempotencyService, bodyLimitBytes: number, logger: Logger, authenticator: Authenticator): Middleware<AppState> {
+export function idempotency(service: IdempotencyService, bodyLimitBytes: number, budget: BodyBudget, logger: Logger, authenticator: Authenticator): Middleware<AppState> {
   return async (ctx, next) => {
     const key = ctx.get(IDEMPOTENCY_HEADER)
     if (key === '' || !METHODS.has(ctx.method)) return next()
@@ -32,7 +33,7 @@ export function idempotency(service: IdempotencyService, bodyLimitBytes: number,
     // again on the key as resolved once the body is in (`authenticateAgain`): a caller that has
     // lost the permission gets the 403 a fresh request gets, not the answer it once had.
     requireRoutePermission(ctx)
-    const raw = (ctx.state.rawBody = await readRaw(ctx.req, bodyLimitBytes))
+    const raw = (ctx.state.rawBody = await readRaw(ctx.req, bodyLimitBytes, budget))
     await authenticateAgain(ctx, authenticator)
     const principal = currentPrincipal(ctx.state)
     const fingerprint = service.fingerprint(principal.id, ctx.method, ctx.path, ctx.querystring, raw)

@@ -14,6 +14,10 @@ import type { TenantSettingsCache } from '../../tenants/settings-cache.js'
 import type { AppContext, AppState } from '../context.js'
 import { authenticate, currentPrincipal } from '../middleware/authenticate.js'
 import { readRaw } from '../middleware/json-body.js'
+import { contentCoding } from '../../egress/headers.js'
+import { bodyKind } from '../../proxy/plugins/detokenize/body-templates.js'
+import type { BodyBudget } from '../body-budget.js'
+import { jsonValuesExceed, tooManyValues } from '../json-values.js'
 import { ProxyCallAudit } from '../proxy-audit.js'
 
 export interface ProxyRouteDeps {
@@ -23,6 +27,10 @@ export interface ProxyRouteDeps {
   proxies: { resolveKey(key: string): Promise<ResolvedProxy | undefined>; again(found: ResolvedProxy): Promise<ResolvedProxy | undefined> }
   tenantSettings: TenantSettingsCache
   bodyLimitBytes: number
+  /** Most JSON values in a body declared JSON (SVC_BODY_MAX_JSON_VALUES). */
+  bodyMaxJsonValues: number
+  /** The app's budget of body bytes being received at once. */
+  bodyBudget: BodyBudget
   audit: AuditRecorder
   /** Whether the Application a proxy key acts as has expired. */
   clock: Clock
@@ -61,7 +69,7 @@ async function handleProxy(ctx: AppContext, deps: ProxyRouteDeps): Promise<void>
   const path = ctx.path.slice(PREFIX.length)
   const query = ctx.querystring
   const destination = deps.proxy.destination(ctx.get('svc-proxy-url') || undefined, path, query)
-  const body = await readBody(ctx.req, deps.bodyLimitBytes)
+  const body = await readBody(ctx, deps)
   // Again once the body is in (it may follow the headers by up to the request time-out): a key
   // revoked or narrowed meanwhile must not detokenize a body chosen after the change.
   const principal = (ctx.state.principal = await deps.authenticator.again(currentPrincipal(ctx.state)))
@@ -78,7 +86,7 @@ async function handleProxy(ctx: AppContext, deps: ProxyRouteDeps): Promise<void>
  */
 async function handlePreconfigured(ctx: AppContext, deps: ProxyRouteDeps, proxyKey: string): Promise<void> {
   const first = await resolvePreconfigured(ctx, deps.proxies.resolveKey(proxyKey), (apiKey) => deps.authenticator.authenticate(apiKey), deps.clock())
-  const body = await readBody(ctx.req, deps.bodyLimitBytes)
+  const body = await readBody(ctx, deps)
   // Again once the body is in (see handleProxy): the proxy (its destination too), its
   // Application or the caller's key may have been changed or deleted meanwhile. Cache hits by
   // the hashes the first resolve made when nothing changed.
@@ -136,10 +144,21 @@ function sendAudited(ctx: AppContext, result: ProxyResult, audit: ProxyCallAudit
 }
 
 // Without Content-Length or Transfer-Encoding an HTTP/1.1 request has no body (RFC 9112 6.3).
-function readBody(req: IncomingMessage, limitBytes: number): Promise<Buffer> | Buffer {
-  const length = req.headers['content-length']
-  if (req.headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) return EMPTY
-  return readRaw(req, limitBytes, 'forwarded')
+// The body stays charged to the process's body budget until the answer is out: it is held while
+// the destination takes its time.
+function readBody(ctx: AppContext, deps: ProxyRouteDeps): Promise<Buffer> | Buffer {
+  const length = ctx.req.headers['content-length']
+  if (ctx.req.headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) return EMPTY
+  return readRaw(ctx.req, deps.bodyLimitBytes, deps.bodyBudget, { coded: 'forwarded', heldUntil: ctx.res }).then((body) => {
+    refuseManyJsonValues(ctx.req, body, deps.bodyMaxJsonValues)
+    return body
+  })
+}
+
+/** A body declared JSON is parsed by the detokenizer and by request transforms (and again in their isolate). */
+function refuseManyJsonValues(req: IncomingMessage, body: Buffer, max: number): void {
+  if (bodyKind(req.headers['content-type']) !== 'json' || contentCoding(req.headers['content-encoding']) !== undefined) return
+  if (jsonValuesExceed(body, max)) throw tooManyValues(max)
 }
 
 /**
