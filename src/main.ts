@@ -8,9 +8,9 @@ import { presentToken } from './http/presenters/tokens.js'
 import { openServices } from './services.js'
 import { KeyHashSecretError } from './vault/key-hash-secret-check.js'
 import { startMetricsServer } from './metrics/exposition.js'
-import { drainAndExit, trackConnections } from './shutdown.js'
+import { drainAndExit, stopUnserved, takeSignals, trackConnections } from './shutdown.js'
 
-/** loadConfig -> open stores -> buildApp -> listen -> graceful close on SIGTERM/SIGINT. */
+/** loadConfig -> open stores -> buildApp -> listen -> graceful close on SIGTERM/SIGINT (before listening too). */
 async function main(): Promise<void> {
   let config
   try {
@@ -23,6 +23,8 @@ async function main(): Promise<void> {
     throw err
   }
   const logger = createLogger(config)
+  // Before the first await: from here on a signal stops the process cleanly, whatever it is doing.
+  const signals = takeSignals(logger, config.shutdownGraceMs)
   const secrets = secretsOrExit(config)
   for (const name of secrets.generated) {
     logger.warn({ file: `${config.dataDir}/secrets.json` }, `no ${name === 'master_key' ? 'SVC_MASTER_KEY' : 'SVC_KEY_HASH_SECRET'} set: generated one into the data dir; set it explicitly in production`)
@@ -33,6 +35,7 @@ async function main(): Promise<void> {
     if (secrets.generated.length) forgetGeneratedSecrets(config, secrets)
     return configurationError(err)
   })
+  if (signals.requested) return stopUnserved(services, logger)
   const drain = new Drain()
   const server = http.createServer()
   const tracked = trackConnections(server, drain)
@@ -55,13 +58,7 @@ async function main(): Promise<void> {
     logger.info({ address: metricsServer.address() }, 'metrics listening')
   }
 
-  const stop = (signal: string) => {
-    if (drain.draining) return
-    logger.info({ signal }, 'shutting down')
-    void drainAndExit(server, services, drain, logger, tracked)
-  }
-  process.on('SIGTERM', () => stop('SIGTERM'))
-  process.on('SIGINT', () => stop('SIGINT'))
+  signals.serve(() => void drainAndExit(server, services, drain, logger, tracked))
 }
 
 /** Secrets from the environment or the data dir; a secrets.json that cannot be used is a configuration error (exit 2). */

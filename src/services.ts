@@ -63,10 +63,20 @@ export interface Services {
   reactors: ReactorsService
   proxies: PreconfiguredProxiesService
   idempotency: IdempotencyService
-  /** The shutdown deadline: destination and Reactor calls still running fail now with 503. */
+  /** The shutdown deadline: destination and Reactor calls still running fail now (503, or 504 once sent). */
   abortInFlight(): Promise<void>
   audit: AuditLog
-  close(): Promise<void>
+  /** Releases everything, each step bounded by `budget` (none: each step runs to its end). */
+  close(budget?: CloseBudget): Promise<void>
+}
+
+/** How long each step of `close` may take; a step that overruns is left behind, never waited for. */
+export interface CloseBudget {
+  /** The rate limiter, the Reactor runtime, destination calls still running. */
+  releaseMs: number
+  /** Writing the audit entries still queued. */
+  auditMs: number
+  databaseMs: number
 }
 
 /**
@@ -194,18 +204,36 @@ export async function openServices(config: Config, logger: Logger, secrets: Pick
       await Promise.all([forwarder.abort(), supervisor.close()])
     },
     audit,
-    async close() {
+    async close(budget) {
       if (closed) return
       closed = true
       clearInterval(sweep)
       clearInterval(auditMaintenance)
-      await limiter.close()
-      await supervisor.close()
-      await forwarder.close()
+      // Calls still waiting on a destination (their caller may have left) are aborted, not waited
+      // for: each notes its entry as it fails, and that must happen before the flush below.
+      await closeStep(logger, 'release', budget?.releaseMs, [() => limiter.close(), () => supervisor.close(), () => forwarder.abort().then(afterCallers)])
       // After the server stopped taking requests: what they queued is written before the pool goes.
-      await audit.close()
-      await store.db.close()
+      await closeStep(logger, 'audit flush', budget?.auditMs, [() => audit.close()])
+      await closeStep(logger, 'database', budget?.databaseMs, [() => store.db.close()])
     },
   }
 }
+
+/**
+ * One step of `close`: it never throws and never outlasts `ms`, so that whatever it does, the
+ * steps after it (the audit flush, the database) still run.
+ */
+async function closeStep(logger: Logger, step: string, ms: number | undefined, work: (() => Promise<unknown>)[]): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<'late'>((resolve) => (timer = ms === undefined ? undefined : setTimeout(resolve, ms, 'late')))
+  // async: a part that throws at once is a rejection like any other, and the other parts still start.
+  const done = Promise.allSettled(work.map(async (part) => part())).then((results) => {
+    for (const r of results) if (r.status === 'rejected') logger.error({ err: describeError(r.reason), step }, 'closing failed')
+  })
+  const outcome = await Promise.race(ms === undefined ? [done] : [done, late]).finally(() => clearTimeout(timer))
+  if (outcome === 'late') logger.warn({ step, ms }, 'closing took too long; going on without it')
+}
+
+/** A call's failure reaches its caller over a few promise hops; a macrotask turn lets them all run. */
+const afterCallers = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
 

@@ -38,8 +38,11 @@ export interface ForwarderOptions {
 
 export interface Forwarder {
   forward(req: ForwardRequest): Promise<ForwardResponse>
-  /** Waits for in-flight calls, then closes every pooled connection. */
+  /** Waits for in-flight calls, then closes every pooled connection; after abort(), nothing to do. */
   close(): Promise<void>
-  /** The shutdown deadline: every call in flight fails at once with 503 unavailable, every connection closes. */
+  /**
+   * The shutdown deadline: every call in flight fails at once with 504 (its outcome unknown: it
+   * may have been sent), every connection closes; resolves once every call has failed.
+   */
   abort(): Promise<void>
 }

@@ -27,33 +27,44 @@ export function createForwarder(options: ForwarderOptions): Forwarder {
     bodyTimeout: timeoutMs,
   })
   const injected = createInjectedSender(timeoutMs, guard)
+  const running = new Set<Promise<unknown>>()
   let aborted = false
+  const send = async (req: ForwardRequest): Promise<ForwardResponse> => {
+    // buildDestination checks the scheme too; this guards destinations built any other way.
+    if (req.destination.url.protocol !== 'https:' && !options.allowHttp) {
+      throw new AppError('destination_refused', { detail: 'Only https destinations are allowed.' })
+    }
+    const outbound = prepareRequestHeaders(req.headers)
+    try {
+      if (outbound.keepAlive !== undefined || outbound.connection !== undefined) {
+        const problem = injectedHeaderProblem(outbound)
+        if (problem !== undefined) throw new AppError('bad_request', { detail: problem })
+        return relayable(await withinDeadline(injected.send(req, outbound), timeoutMs))
+      }
+      return relayable(await withinDeadline(sendWithUndici(agent, req, outbound.list), timeoutMs))
+    } catch (err) {
+      throw aborted ? abortedAtShutdown(err) : toForwardError(err)
+    }
+  }
   return {
-    async forward(req) {
-      // buildDestination checks the scheme too; this guards destinations built any other way.
-      if (req.destination.url.protocol !== 'https:' && !options.allowHttp) {
-        throw new AppError('destination_refused', { detail: 'Only https destinations are allowed.' })
-      }
-      const outbound = prepareRequestHeaders(req.headers)
-      try {
-        if (outbound.keepAlive !== undefined || outbound.connection !== undefined) {
-          const problem = injectedHeaderProblem(outbound)
-          if (problem !== undefined) throw new AppError('bad_request', { detail: problem })
-          return relayable(await withinDeadline(injected.send(req, outbound), timeoutMs))
-        }
-        return relayable(await withinDeadline(sendWithUndici(agent, req, outbound.list), timeoutMs))
-      } catch (err) {
-        throw aborted ? shutdownError(err) : toForwardError(err)
-      }
+    forward(req) {
+      const call = send(req)
+      running.add(call)
+      void call.then(() => running.delete(call), () => running.delete(call))
+      return call
     },
     async close() {
+      // After abort() there is nothing left to wait for, and undici refuses to close a destroyed agent.
+      if (aborted) return
       await agent.close()
       injected.close()
     },
     async abort() {
       aborted = true
       injected.close()
-      await agent.destroy(shutdownError(undefined))
+      await agent.destroy(abortedAtShutdown(undefined))
+      // Whoever waits on a call (its audit entry, its answer) has seen it fail when abort() resolves.
+      await Promise.allSettled([...running])
     },
   }
 }
@@ -77,8 +88,13 @@ function relayable(res: ForwardResponse): ForwardResponse {
   return { status: res.status, headers: res.status === 304 && length !== undefined ? { ...headers, 'content-length': length } : headers, body: Readable.from([]) }
 }
 
-function shutdownError(cause: unknown): AppError {
-  return new AppError('unavailable', { detail: 'The service is shutting down: the destination call was aborted.', headers: { 'Retry-After': '1' }, cause })
+/**
+ * Whether the destination got the call (a queued one did not; one being written or answered
+ * did) cannot be told here, and it may have acted on it (a charge): answered as the proxy's own
+ * time-out, never with Retry-After, so that a client retrying 503s does not send it twice.
+ */
+function abortedAtShutdown(cause: unknown): AppError {
+  return new AppError('destination_timeout', { detail: 'The service shut down before the destination answered; the call may have been sent, so whether the destination acted on it is unknown.', cause })
 }
 
 async function sendWithUndici(agent: Agent, req: ForwardRequest, headers: string[]): Promise<ForwardResponse> {

@@ -136,14 +136,14 @@ t.test('SIGTERM under load: readiness down, Connection: close, calls aborted and
 
   const [proxied, reacted, exit] = await Promise.all([proxyCall, reactorCall, svc.exited])
   await Promise.all(loads)
-  t.equal(proxied.status, 503, 'the destination call was aborted and answered')
-  t.equal(((await proxied.json()) as { proxy_error: { type: string } }).proxy_error.type, '/problems/unavailable')
+  t.equal(proxied.status, 504, 'the destination call was aborted and answered: sent, its outcome is unknown')
+  t.equal(((await proxied.json()) as { proxy_error: { type: string } }).proxy_error.type, '/problems/destination-timeout')
   t.equal(reacted.status, 503, 'the Reactor call was aborted and answered')
   t.equal(exit.code, 0, 'exit 0')
   // The drain's own budget ends before grace + 1 s; 0.5 s more is room for a loaded machine.
   t.ok(exit.at - sentAt <= graceMs + 1500, `exited ${exit.at - sentAt} ms after SIGTERM (grace ${graceMs} ms)`)
   const logged = (path: string) => svc.output().split('\n').find((l) => l.includes('"msg":"request"') && l.includes(`"path":"${path}"`)) ?? ''
-  t.match(logged('/proxy/held'), /"status":503.*"shutdown":"aborted at the deadline"/, 'the access log says what happened to the destination call')
+  t.match(logged('/proxy/held'), /"status":504.*"shutdown":"aborted at the deadline"/, 'the access log says what happened to the destination call')
   t.match(logged(`/reactors/${reactorId}/react`), /"status":503.*"shutdown":"aborted at the deadline"/, 'and to the Reactor call')
   t.match(logged('/proxy/slow'), /"status":200.*"shutdown":"draining"/, 'and to the call that finished in the grace')
 })
