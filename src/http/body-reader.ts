@@ -1,5 +1,4 @@
 import type { IncomingMessage } from 'node:http'
-import type { Writable } from 'node:stream'
 import { AppError } from '../errors/index.js'
 import type { BodyBudget, BodyCharge } from './body-budget.js'
 
@@ -7,10 +6,11 @@ export interface BodyReadOptions {
   limitBytes: number
   budget: BodyBudget
   /**
-   * What must close before a body read whole gives its bytes back; unset, they go back once it
-   * is read. /proxy gives its response: the body is held while the destination takes its time.
+   * What must settle before a body read whole gives its bytes back; unset, they go back once it
+   * is read. /proxy gives the end of its handler: the body is held while the destination takes
+   * its time, but not while a caller that stopped reading takes the answer.
    */
-  heldUntil?: Writable
+  heldUntil?: Promise<unknown>
 }
 
 /**
@@ -29,9 +29,9 @@ export async function readRequestBody(req: IncomingMessage, options: BodyReadOpt
     charge.release()
     throw err
   }
-  const holder = options.heldUntil
-  if (holder === undefined || holder.closed) charge.release()
-  else holder.once('close', () => charge.release())
+  const release = () => charge.release()
+  if (options.heldUntil === undefined) release()
+  else void options.heldUntil.then(release, release)
   return body
 }
 

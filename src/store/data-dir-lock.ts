@@ -50,16 +50,24 @@ export async function lockDataDir(dir: string, logger?: Logger): Promise<() => P
         logger?.warn({ err, dir: real }, 'the lock on the data directory was refreshed late; taking it again')
         return void relock()
       }
-      // Another process (one on another host cannot be asked whether we live) took it over and
-      // writes to the same files: every write either of us makes from now on may be lost.
-      logger?.fatal({ err, dir: real, owner }, 'another process took over the data directory; stopping to keep its writes')
-      process.exit(1)
+      takenOver(err, owner)
     },
   }
+  // Another process (one on another host cannot be asked whether we live) took it over and
+  // writes to the same files: every write either of us makes from now on may be lost.
+  const takenOver = (err: unknown, owner: Owner | undefined): never => {
+    logger?.fatal({ err, dir: real, owner }, 'another process took over the data directory; stopping to keep its writes')
+    process.exit(1)
+  }
+  let released = false
   const relock = () =>
     lockfile.lock(real, options).then(
-      (again) => void (release = again),
-      (err: unknown) => logger?.error({ err, dir: real }, 'the lock on the data directory could not be taken again'),
+      (again) => (released ? void again().catch(() => undefined) : void (release = again)),
+      (err: unknown) => {
+        // Someone holds it now (its owner file may not be written yet).
+        if ((err as { code?: unknown }).code === 'ELOCKED') takenOver(err, readOwner(ownerFile))
+        logger?.error({ err, dir: real }, 'the lock on the data directory could not be taken again')
+      },
     )
   const current = readOwner(ownerFile)
   if (current && isAlive(current)) throw new DataDirInUseError(real, current)
@@ -78,6 +86,7 @@ export async function lockDataDir(dir: string, logger?: Logger): Promise<() => P
   }
   writeFileSync(ownerFile, JSON.stringify({ pid: process.pid, host: os.hostname() } satisfies Owner))
   return async () => {
+    released = true
     rmSync(ownerFile, { force: true })
     // Already released when it was compromised (logged then).
     await release().catch(() => undefined)

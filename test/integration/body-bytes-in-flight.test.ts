@@ -86,3 +86,15 @@ t.test('/proxy: refused as proxy_error, and a body held while the destination an
   t.equal((await held.answer).status, 200)
   await until(() => inUse() === 0, 'given back once answered')
 })
+
+t.test('/proxy: a caller that stops reading a large answer does not keep its body charged', async (t) => {
+  const big = Buffer.alloc(8 * 1024 * 1024, 'a')
+  const stub = await startStub(t, (_req, res) => res.writeHead(200, { 'Content-Length': String(big.length) }).end(big))
+  const slow = await open('/proxy', { 'SVC-API-KEY': app.useKey, 'SVC-PROXY-URL': stub.origin, 'Content-Length': '190000' }, 190_000)
+  slow.socket.pause()
+  await until(() => stub.seen.length === 1, 'forwarded')
+  await until(() => inUse() === 0, 'given back once the call was answered, though the answer is still on its way')
+  const fits = await app.request('POST', '/tokens', { key: publicKey, body: { type: 'token', data: 'y'.repeat(250_000) } })
+  t.equal(fits.status, 201, 'others\' bodies fit again')
+  slow.socket.destroy()
+})

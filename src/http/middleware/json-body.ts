@@ -1,5 +1,4 @@
 import type { IncomingMessage } from 'node:http'
-import type { Writable } from 'node:stream'
 import type { Middleware } from 'koa'
 import sjson from 'secure-json-parse'
 import { AppError, ValidationError } from '../../errors/index.js'
@@ -60,7 +59,7 @@ export async function readRaw(
   req: IncomingMessage,
   limitBytes: number,
   budget: BodyBudget,
-  options: { coded?: 'refused' | 'forwarded'; heldUntil?: Writable } = {},
+  options: { coded?: 'refused' | 'forwarded'; heldUntil?: Promise<unknown> } = {},
 ): Promise<Buffer> {
   const coded = options.coded ?? 'refused'
   const transfer = req.headers['transfer-encoding']

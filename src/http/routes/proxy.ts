@@ -64,12 +64,16 @@ export function proxyRoute(deps: ProxyRouteDeps): Middleware<AppState> {
 }
 
 async function handleProxy(ctx: AppContext, deps: ProxyRouteDeps): Promise<void> {
+  return holdingBody((held) => proxyCall(ctx, deps, held))
+}
+
+async function proxyCall(ctx: AppContext, deps: ProxyRouteDeps, held: Promise<void>): Promise<void> {
   const allowed = (principal: Principal) => authorizeEphemeralProxy(principal, async (tenantId) => (await deps.tenantSettings.get(tenantId)).ephemeral_proxy_enabled)
   await allowed(currentPrincipal(ctx.state))
   const path = ctx.path.slice(PREFIX.length)
   const query = ctx.querystring
   const destination = deps.proxy.destination(ctx.get('svc-proxy-url') || undefined, path, query)
-  const body = await readBody(ctx, deps)
+  const body = await readBody(ctx, deps, held)
   // Again once the body is in (it may follow the headers by up to the request time-out): a key
   // revoked or narrowed meanwhile must not detokenize a body chosen after the change.
   const principal = (ctx.state.principal = await deps.authenticator.again(currentPrincipal(ctx.state)))
@@ -85,8 +89,12 @@ async function handleProxy(ctx: AppContext, deps: ProxyRouteDeps): Promise<void>
  * trip once the proxy is cached. Who detokenizes is decided in auth/policies.ts.
  */
 async function handlePreconfigured(ctx: AppContext, deps: ProxyRouteDeps, proxyKey: string): Promise<void> {
+  return holdingBody((held) => preconfiguredCall(ctx, deps, proxyKey, held))
+}
+
+async function preconfiguredCall(ctx: AppContext, deps: ProxyRouteDeps, proxyKey: string, held: Promise<void>): Promise<void> {
   const first = await resolvePreconfigured(ctx, deps.proxies.resolveKey(proxyKey), (apiKey) => deps.authenticator.authenticate(apiKey), deps.clock())
-  const body = await readBody(ctx, deps)
+  const body = await readBody(ctx, deps, held)
   // Again once the body is in (see handleProxy): the proxy (its destination too), its
   // Application or the caller's key may have been changed or deleted meanwhile. Cache hits by
   // the hashes the first resolve made when nothing changed.
@@ -143,13 +151,26 @@ function sendAudited(ctx: AppContext, result: ProxyResult, audit: ProxyCallAudit
   else res.once('close', end)
 }
 
+/**
+ * A body stays charged to the app's body budget while the call runs (the destination may take its
+ * time), and goes back when the handler is done with it, answered or failed: not when a caller
+ * that stopped reading a large answer lets it close, which could be never.
+ */
+async function holdingBody(call: (held: Promise<void>) => Promise<void>): Promise<void> {
+  let done = () => {}
+  const held = new Promise<void>((resolve) => (done = resolve))
+  try {
+    await call(held)
+  } finally {
+    done()
+  }
+}
+
 // Without Content-Length or Transfer-Encoding an HTTP/1.1 request has no body (RFC 9112 6.3).
-// The body stays charged to the process's body budget until the answer is out: it is held while
-// the destination takes its time.
-function readBody(ctx: AppContext, deps: ProxyRouteDeps): Promise<Buffer> | Buffer {
+function readBody(ctx: AppContext, deps: ProxyRouteDeps, held: Promise<void>): Promise<Buffer> | Buffer {
   const length = ctx.req.headers['content-length']
   if (ctx.req.headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) return EMPTY
-  return readRaw(ctx.req, deps.bodyLimitBytes, deps.bodyBudget, { coded: 'forwarded', heldUntil: ctx.res }).then((body) => {
+  return readRaw(ctx.req, deps.bodyLimitBytes, deps.bodyBudget, { coded: 'forwarded', heldUntil: held }).then((body) => {
     refuseManyJsonValues(ctx.req, body, deps.bodyMaxJsonValues)
     return body
   })
