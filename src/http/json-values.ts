@@ -1,12 +1,5 @@
 import { ValidationError } from '../errors/index.js'
-
-const QUOTE = 0x22
-const BACKSLASH = 0x5c
-const COMMA = 0x2c
-const OPEN_OBJECT = 0x7b
-const OPEN_ARRAY = 0x5b
-const CLOSE_OBJECT = 0x7d
-const CLOSE_ARRAY = 0x5d
+import { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COMMA, OPEN_ARRAY, OPEN_OBJECT, QUOTE } from '../shapes/json-chars.js'
 
 /**
  * Whether JSON text holds more than `max` values, decided before parsing: the parsed form of a

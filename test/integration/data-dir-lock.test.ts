@@ -111,8 +111,8 @@ t.test('a fresh lock whose owner is gone: the opener waits for it to go stale, t
   t.notOk(existsSync(`${pglite}.owner`))
 })
 
-// PGlite's first start holds the event loop long enough for its lock to look stale (10-20 s seen).
-t.test('a lock that looks stale but whose owner lives is never taken over', { skip }, async (t) => {
+/** A data dir whose lock was last refreshed a minute ago: stale by its time alone. */
+function staleLock(t: Test): string {
   const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'tessera-lock-')))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const pglite = path.join(dir, 'pglite')
@@ -120,6 +120,12 @@ t.test('a lock that looks stale but whose owner lives is never taken over', { sk
   mkdirSync(`${pglite}.lock`)
   const old = new Date(Date.now() - 60_000)
   utimesSync(`${pglite}.lock`, old, old)
+  return pglite
+}
+
+// PGlite's first start holds the event loop long enough for its lock to look stale (10-20 s seen).
+t.test('a lock that looks stale but whose owner lives is never taken over', { skip }, async (t) => {
+  const pglite = staleLock(t)
   const holder = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30_000)'])
   t.teardown(() => holder.kill())
   const live = holder.pid!
@@ -129,13 +135,7 @@ t.test('a lock that looks stale but whose owner lives is never taken over', { sk
 })
 
 t.test("a stale lock whose owner's pid now belongs to another program is taken over", { skip: skip || (!existsSync('/proc/self/cmdline') && 'needs /proc') }, async (t) => {
-  const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'tessera-lock-')))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const pglite = path.join(dir, 'pglite')
-  mkdirSync(pglite)
-  mkdirSync(`${pglite}.lock`)
-  const old = new Date(Date.now() - 60_000)
-  utimesSync(`${pglite}.lock`, old, old)
+  const pglite = staleLock(t)
   const other = spawn('sleep', ['30'])
   t.teardown(() => other.kill())
   writeFileSync(`${pglite}.owner`, JSON.stringify({ pid: other.pid, host: os.hostname() }))

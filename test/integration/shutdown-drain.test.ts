@@ -1,13 +1,12 @@
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import http from 'node:http'
 import net, { type AddressInfo } from 'node:net'
-import os from 'node:os'
 import path from 'node:path'
-import pg from 'pg'
 import t from 'tap'
 import { generateApiKey } from '../../src/auth/api-keys.js'
+import { processStorage } from '../helpers/cli.js'
 import { spawnService } from '../helpers/service-process.js'
 import { until } from '../helpers/wait.js'
 
@@ -15,22 +14,7 @@ type Tap = { teardown(fn: () => unknown): void }
 const backend = process.env.DATABASE_URL ? 'Postgres' : 'PGlite'
 
 /** One installation's storage, reused across restarts: a data dir, and a schema of its own on Postgres. */
-async function installation(t: Tap): Promise<Record<string, string>> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'tessera-drain-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const env: Record<string, string> = { SVC_DATA_DIR: dir, SVC_RATE_LIMIT_ENABLED: 'false', SVC_LOG_LEVEL: 'info' }
-  const url = process.env.DATABASE_URL
-  if (!url) return env
-  const schema = `t_${randomBytes(6).toString('hex')}`
-  const admin = async (sql: string) => {
-    const client = new pg.Client({ connectionString: url })
-    await client.connect()
-    await client.query(sql).finally(() => client.end())
-  }
-  await admin(`create schema "${schema}"`)
-  t.teardown(() => admin(`drop schema if exists "${schema}" cascade`))
-  return { ...env, DATABASE_URL: `${url}${url.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}` }
-}
+const installation = (t: Tap) => processStorage(t, 'drain', { SVC_RATE_LIMIT_ENABLED: 'false', SVC_LOG_LEVEL: 'info' })
 
 async function withSecrets(t: Tap): Promise<Record<string, string>> {
   return {

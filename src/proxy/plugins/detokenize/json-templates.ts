@@ -1,14 +1,7 @@
 import { AppError } from '../../../errors/index.js'
 import { ExpressionError, parseTemplate, renderTemplate, type Template, type TokenLookup } from '../../../expressions/index.js'
 import type { TokenBudget } from './token-budget.js'
-
-const QUOTE = 0x22
-const BACKSLASH = 0x5c
-const COMMA = 0x2c
-const OPEN_OBJECT = 0x7b
-const CLOSE_OBJECT = 0x7d
-const OPEN_ARRAY = 0x5b
-const CLOSE_ARRAY = 0x5d
+import { BACKSLASH, CLOSE_ARRAY, CLOSE_OBJECT, COMMA, OPEN_ARRAY, OPEN_OBJECT, QUOTE } from '../../../shapes/json-chars.js'
 
 interface Frame {
   array: boolean

@@ -1,0 +1,8 @@
+/** The character codes the JSON scanners (value count, depth, detokenization sites) look for outside strings. */
+export const QUOTE = 0x22
+export const BACKSLASH = 0x5c
+export const COMMA = 0x2c
+export const OPEN_OBJECT = 0x7b
+export const CLOSE_OBJECT = 0x7d
+export const OPEN_ARRAY = 0x5b
+export const CLOSE_ARRAY = 0x5d
